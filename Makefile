@@ -1,0 +1,49 @@
+# rovertrain: `make demo` and `make test` work on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_ROOT ?= demo-data
+
+.PHONY: install test test-slow test-reliability lint format demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report]'
+	touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
+
+test: lint
+	$(BIN)/pytest -q
+
+test-slow: install
+	$(BIN)/pytest -q -m slow
+
+test-reliability: install
+	$(BIN)/pytest -q tests/reliability -m 'not slow'
+	$(BIN)/pytest -q tests/reliability -m long
+
+demo: install
+	rm -rf $(DEMO_ROOT)
+	$(BIN)/rovertrain synth --out $(DEMO_ROOT) --sessions 12 --minutes 2 --seed 7 > /dev/null
+	$(BIN)/rovertrain run --job $(DEMO_ROOT)/job.json | tee $(DEMO_ROOT)/events.ndjson
+	$(BIN)/python -m rovertrain.summary $(DEMO_ROOT)/events.ndjson
+
+bench: install
+	$(BIN)/python bench/bench_training.py
+	$(BIN)/python bench/bench_decode.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_ROOT) .pytest_cache .mypy_cache .ruff_cache

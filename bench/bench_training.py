@@ -1,0 +1,97 @@
+"""Training throughput of rovertrain's loop vs a bare PyTorch loop (same model, batch, threads).
+
+Prints the ratio of examples/s; the requirement is >= 0.9. Also reports bytes per window of the
+sample pool. Run: `make bench` (or `.venv/bin/python bench/bench_training.py`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from rovertrain.commandschema import SLOTS, VALUES, initial_schema
+from rovertrain.dataset import WindowSet
+from rovertrain.jobconfig import parse_job
+from rovertrain.learning import augment, batch_tensors, loss_setup, losses
+from rovertrain.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.policy import Policy
+
+THREADS, BATCH, STEPS, WINDOWS = 2, 64, 60, 4096
+
+
+def make_pool(count: int) -> WindowSet:
+    rng = np.random.default_rng(0)
+    fires = (rng.random((count, SLOTS)) < 0.2).astype(np.uint8)
+    fires[:, 2:] = 0
+    available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
+    available[:, 1, :2] = fires[:, 1, None]
+    return WindowSet(
+        rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, 3), dtype=np.uint8),
+        rng.random((count, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
+        fires,
+        rng.uniform(-1, 1, (count, SLOTS, VALUES)).astype(np.float32),
+        available,
+        rng.integers(0, 3, count).astype(np.int8),
+    )
+
+
+def rovertrain_loop(pool: WindowSet, steps: int) -> float:
+    """The product's step: index the compact pool, augment, bf16 autocast, clip, AdamW."""
+    model = Policy().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    setup = loss_setup(pool, initial_schema())
+    generator = torch.Generator().manual_seed(0)
+    order = torch.randperm(len(pool), generator=generator).numpy()
+    started = time.perf_counter()
+    for step in range(steps):
+        chosen = np.sort(order[(step * BATCH) % len(pool) :][:BATCH])
+        batch = batch_tensors(pool, chosen)
+        images = augment(batch.images, generator).contiguous(memory_format=torch.channels_last)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits, values = model(images, batch.states)
+        event_loss, value_loss = losses(logits, values, batch, setup)
+        (event_loss + value_loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    return steps * BATCH / (time.perf_counter() - started)
+
+
+def bare_loop(pool: WindowSet, steps: int) -> float:
+    """The fastest bare configuration: pre-built tensors, bf16 autocast, channels_last."""
+    model = Policy().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    images = torch.from_numpy(pool.frames[:BATCH]).permute(0, 3, 1, 2).float() / 255
+    images = images.contiguous(memory_format=torch.channels_last)
+    states = torch.from_numpy(pool.states[:BATCH])
+    fires = torch.from_numpy(pool.fires[:BATCH].astype(np.float32))
+    started = time.perf_counter()
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits, _values = model(images, states)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), fires)
+        loss.backward()
+        optimizer.step()
+    return steps * BATCH / (time.perf_counter() - started)
+
+
+def main() -> None:
+    torch.set_num_threads(THREADS)
+    pool = make_pool(WINDOWS)
+    parse_job({"root": "/x", "sessions": []})
+    rovertrain_loop(pool, 5)  # warm-up
+    bare_loop(pool, 5)
+    ours = rovertrain_loop(pool, STEPS)
+    bare = bare_loop(pool, STEPS)
+    print(f"threads={THREADS} batch={BATCH} steps={STEPS}")
+    print(f"bare torch loop      : {bare:8.1f} examples/s")
+    print(f"rovertrain train step: {ours:8.1f} examples/s")
+    print(f"ratio (>= 0.90 required): {ours / bare:.2f}")
+    print(f"pool bytes per window: {pool.nbytes() / len(pool):.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from rovertrain.cli import main
+
+main()

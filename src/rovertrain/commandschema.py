@@ -1,0 +1,85 @@
+"""The command schema: which command types the policy has a slot for, and their value names.
+
+Pure functions only (no torch, no av). A schema is a list of slot dicts
+`{"type": str, "values": [str, ...], "role": "stop" | "movement" | "other"}`; slots are only
+ever appended, so a slot's index never changes meaning within a policy version.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SLOTS = 8
+"""Most command types one policy can act on."""
+VALUES = 4
+"""Most numeric values per command type."""
+ROLES = ("stop", "movement", "other")
+DEFAULT_ROLES = {"stop": "stop", "drive": "movement"}
+
+Schema = list[dict[str, Any]]
+
+
+def initial_schema() -> Schema:
+    return [
+        {"type": "stop", "values": [], "role": "stop"},
+        {"type": "drive", "values": ["speed", "turn"], "role": "movement"},
+    ]
+
+
+def role_of(command_type: str, roles: Mapping[str, str] | None) -> str:
+    if roles and command_type in roles:
+        return roles[command_type]
+    return DEFAULT_ROLES.get(command_type, "other")
+
+
+def slot_index(schema: Schema) -> dict[str, int]:
+    return {slot["type"]: index for index, slot in enumerate(schema)}
+
+
+def is_stop(slot: Mapping[str, Any]) -> bool:
+    return slot.get("role") == "stop"
+
+
+def extended(
+    schema: Schema,
+    commands: Iterable[tuple[str, Mapping[str, float]]],
+    roles: Mapping[str, str] | None,
+) -> Schema:
+    """A copy of `schema` with new command types and value names appended, up to capacity.
+
+    Types or values beyond SLOTS / VALUES stay unsupported and are counted by the caller.
+    """
+    result = copy.deepcopy(schema)
+    index = slot_index(result)
+    for command_type, values in commands:
+        if command_type not in index:
+            if len(result) >= SLOTS:
+                continue
+            index[command_type] = len(result)
+            result.append(
+                {"type": command_type, "values": [], "role": role_of(command_type, roles)}
+            )
+        slot = result[index[command_type]]
+        for name in values:
+            if name not in slot["values"] and len(slot["values"]) < VALUES:
+                slot["values"].append(name)
+    return result
+
+
+def validate_schema(schema: Any) -> Schema:
+    """Check a schema read back from a resume file; raise ValueError when it is not one."""
+    if not isinstance(schema, list) or not 1 <= len(schema) <= SLOTS:
+        raise ValueError("schema must be a list of 1..SLOTS slots")
+    for slot in schema:
+        if (
+            not isinstance(slot, dict)
+            or not isinstance(slot.get("type"), str)
+            or slot.get("role") not in ROLES
+            or not isinstance(slot.get("values"), list)
+            or len(slot["values"]) > VALUES
+            or not all(isinstance(name, str) for name in slot["values"])
+        ):
+            raise ValueError(f"malformed schema slot {slot!r}")
+    return schema

@@ -1,0 +1,22 @@
+"""What one 100 ms window shows the policy: frame size and the state-vector layout.
+
+Shared by the decoder (frame size), the labeller (state layout) and the policy (input shape),
+so they cannot disagree. Bump `INPUT_VERSION` when any of it changes: it keys the cache.
+"""
+
+from __future__ import annotations
+
+OBS_WIDTH = 96
+OBS_HEIGHT = 72
+OBS_CHANNELS = 3
+TICK_MS = 100
+STALE_FRAME_MS = 250
+"""A window whose newest frame is older than this is unusable."""
+
+STATE_SHORT_MS = 1000
+STATE_LONG_MS = 10000
+STATE_BINS = 10
+STATE_FEATURES_PER_SLOT = 4 + 3 + STATE_BINS
+"""lastValue×VALUES, neverSent, short and long elapsed ramps, 100 ms elapsed bins."""
+
+INPUT_VERSION = 1

@@ -1,0 +1,402 @@
+"""`rovertrain run`: one finite training job, read top to bottom as its named steps."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import RovertrainError
+from .events import EventStream
+from .exitcodes import ExitCode
+from .jobconfig import Job
+from .lifecycle import JobControl
+from .preflight import check_root_usable
+
+MINUTE_WINDOWS = 600  # 100 ms windows per minute
+NICENESS = 10
+
+
+@dataclass
+class TrainingState:
+    """What carries over between jobs through the resume file."""
+
+    schema: list[dict[str, Any]]
+    steps: int = 0
+    examples: int = 0
+    last_published: int = 0
+    trained_rovers: set[str] = field(default_factory=set)
+    control_profiles: list[str] = field(default_factory=list)
+    distinct_windows: dict[str, int] = field(default_factory=dict)
+    published_windows: int = 0
+    last_probe_steps: int = 0
+    learning_probe: dict[str, Any] | None = None
+    weights: dict[str, Any] | None = None
+    optimizer: dict[str, Any] | None = None
+
+
+def run_job(job: Job, stream: EventStream, progress: bool | None = None) -> int:
+    job_id = (
+        job.jobId or f"job-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    )
+    stream.bind_job(job_id)
+    root = job.root.resolve()
+
+    # 1. Validate, budget the CPU, lock the root, clean up after crashed jobs, announce.
+    check_root_usable(root)
+    limit_cpu(job.config.threads)
+    from .publish import remove_stale_staging
+    from .storage import JobLock
+
+    lock = JobLock(root)
+    lock.acquire()
+    control = JobControl(
+        stream, job.config.maxJobSeconds, job.config.stopGraceSeconds,
+        job.config.maxPausedSeconds, job.config.heartbeatSeconds,
+    )  # fmt: skip
+    stream.on_reader_gone = lambda: control.request_stop("Supervisor gone (stdout closed)")
+    control.install()
+    try:
+        job_dir = root / "training" / "jobs" / job_id
+        stream.mirror_to(job_dir / "events.ndjson")
+        removed = remove_stale_staging(root)
+        stream.emit(
+            "started", version=__version__, root=str(root), config=job.config.to_json(),
+            gate=job.gate.to_json(), seed=job.seed, sessions=len(job.sessions),
+            removedStaging=removed, pid=os.getpid(),
+        )  # fmt: skip
+        return _run_steps(job, job_id, root, job_dir, stream, control)
+    finally:
+        control.uninstall()
+        lock.release()
+
+
+def _run_steps(
+    job: Job, job_id: str, root: Path, job_dir: Path, stream: EventStream, control: JobControl
+) -> int:
+    import numpy as np
+    import torch
+
+    from .dataset import DatasetRequest, build_dataset
+    from .learning import evaluate, loss_setup, probe
+    from .metrics import gate_reasons, publication_reasons
+    from .partition import processing_order
+    from .policy import Policy, parameter_count, specification
+    from .publish import new_identity, publish_checkpoint
+    from .resume import load_resume, save_resume
+    from .trainer import build_optimizer, summarise_norms, train
+
+    config = job.config
+    cpu_started = time.process_time()
+
+    # 2. Resume state (refused, never silently replaced, when incompatible).
+    state = training_state(load_resume(root))
+
+    # 3-4. Partition, decode, label and sample the sessions.
+    control.enter("decode")
+    paused_flag = {"on": False}
+
+    def decode_paused() -> bool:
+        paused = control.is_paused()
+        if paused and not paused_flag["on"]:
+            control.decode_pause_started()
+        elif not paused and paused_flag["on"]:
+            control.decode_pause_ended()
+        paused_flag["on"] = paused
+        return paused
+
+    def set_activity(text: str) -> None:
+        control.activity = text
+
+    order = processing_order(job.sessions, job.seed)
+    dataset = build_dataset(
+        DatasetRequest(root, order, state.schema, config, job.seed),
+        stream, control.should_stop, decode_paused, set_activity,
+    )  # fmt: skip
+    if paused_flag["on"]:
+        control.decode_pause_ended()
+    pool, validation = dataset.pool, dataset.validation
+    diagnostics: dict[str, Any] = {
+        "dataset": dataset.rows,
+        "decodeSeconds": dataset.decode_seconds,
+        "poolBytes": pool.nbytes() + validation.nbytes(),
+    }
+
+    # 5. Enough data?
+    reason = not_enough_data(len(pool), bool(pool.fires.any()) if len(pool) else False,
+                             control.should_stop(), config.minimumSamples)  # fmt: skip
+    if reason:
+        stream.emit(
+            "complete", trained=False, accepted=[], rejected=dataset.rejected,
+            samples=len(pool), reason=reason, diagnostics=diagnostics,
+            elapsedSeconds=round(control.elapsed(), 3),
+        )  # fmt: skip
+        return ExitCode.COMPLETED
+
+    # 6. Loss set-up and the audit before training.
+    control.enter("train")
+    slow = float(_hooks().get("slowPhaseSeconds", 0))
+    if slow:
+        time.sleep(slow)
+    model = Policy().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    optimizer = build_optimizer(model, config)
+    if state.weights is not None:
+        try:
+            model.load_state_dict(state.weights)
+            optimizer.load_state_dict(state.optimizer or {})
+        except (RuntimeError, ValueError, KeyError) as error:
+            raise RovertrainError(
+                "resume_incompatible", "The resume state does not fit this policy.", str(error)
+            ) from None
+    setup = loss_setup(pool, dataset.schema)
+    frequencies = natural_frequencies(dataset.rows)
+    audit_windows = pool.subset(np.arange(0, len(pool), max(1, len(pool) // 96))[:96])
+    audit_started = time.monotonic()
+    before = evaluate(model, audit_windows, dataset.schema, job.actionThreshold, frequencies,
+                      config.batchSize)  # fmt: skip
+    diagnostics["beforeAuditSeconds"] = round(time.monotonic() - audit_started, 3)
+
+    # 7. Train until the passes end, maxStepsPerJob, the budget or a stop request.
+    result = train(
+        model, optimizer, pool, setup, config, control, stream, state.steps, state.examples,
+        job.seed, training_deadline(config.maxJobSeconds, len(validation)),
+    )  # fmt: skip
+    diagnostics.update(trainingSeconds=result.seconds, trainingStoppedBy=result.stopped_by)
+    if result.steps == 0:
+        stream.emit(
+            "complete", trained=False, accepted=[], rejected=dataset.rejected,
+            reason="No training steps completed", diagnostics=diagnostics,
+            elapsedSeconds=round(control.elapsed(), 3),
+        )  # fmt: skip
+        return ExitCode.COMPLETED
+    steps = state.steps + result.steps
+    examples = state.examples + result.examples
+
+    # 8. Evaluate on held-out sessions against the imitation gate; audits and probe.
+    control.enter("evaluate")
+    evaluation_started = time.monotonic()
+    state.distinct_windows.update(dataset.observed_windows)
+    held_rows = [row for row in dataset.rows if row["partition"] == "heldOut"]
+    unsupported_events = sum(row.get("unsupportedCommandEvents", 0) for row in held_rows)
+    unsupported_windows = sum(row.get("unsupportedWindows", 0) for row in held_rows)
+    evaluation: dict[str, Any] = {
+        "status": "No supported held-out windows"
+        if unsupported_events and not len(validation)
+        else "waiting for held-out sessions",
+        "windows": len(validation),
+        "unsupportedCommandEvents": unsupported_events,
+        "unsupportedWindows": unsupported_windows,
+    }
+    if len(validation) and not control.should_stop():
+        measured = evaluate(model, validation, dataset.schema, job.actionThreshold, frequencies,
+                            config.batchSize, control.should_stop)  # fmt: skip
+        reasons = gate_reasons(
+            measured, job.gate, len(validation), len(held_rows), unsupported_events
+        )
+        evaluation = {
+            **measured,
+            "status": "imitation gate not met" if reasons else "passed imitation gate",
+            "unsupportedCommandEvents": unsupported_events,
+            "unsupportedWindows": unsupported_windows,
+            "method": "Isolated held-out 100 ms events; no temporal latch or physical rollout",
+            "threshold": job.actionThreshold,
+            "heldOutSessions": len(held_rows),
+            "gateReasons": reasons,
+        }
+    after = evaluate(model, audit_windows, dataset.schema, job.actionThreshold, frequencies,
+                     config.batchSize)  # fmt: skip
+    probe_seconds = 0.0
+    if not control.should_stop() and (
+        state.learning_probe is None or steps - state.last_probe_steps >= 1000
+    ):
+        remaining = control.remaining()
+        if remaining > 10:
+            probe_started = time.monotonic()
+            state.learning_probe = probe(model, audit_windows, setup, control.should_stop,
+                                         min(20.0, remaining / 2), config.learningRate)  # fmt: skip
+            state.learning_probe["atTrainingStep"] = steps
+            state.last_probe_steps = steps
+            probe_seconds = time.monotonic() - probe_started
+    diagnostics["trainingAudit"] = {
+        "before": before,
+        "after": after,
+        "gradientNormBeforeClipping": summarise_norms(result.gradient_norms),
+        "positiveWeights": setup.positive_weight[: len(dataset.schema)].tolist(),
+        "naturalTrainingCommandFrequency": frequencies[: len(dataset.schema)].tolist(),
+        "sampledCommandFrequency": pool.fires.mean(axis=0)[: len(dataset.schema)].tolist(),
+        "learningProbe": state.learning_probe,
+    }
+    diagnostics["probeSeconds"] = round(probe_seconds, 3)
+    diagnostics["evaluationSeconds"] = round(
+        time.monotonic() - evaluation_started - probe_seconds, 3
+    )
+
+    # 9. Publication rules.
+    unique_windows = sum(state.distinct_windows.values())
+    stop_label = control.stop_label() or (
+        "Job time budget reached" if result.stopped_by == "time budget" else None
+    )
+    publication: dict[str, Any] = {
+        "distinctMinutes": unique_windows / MINUTE_WINDOWS,
+        "newMinutes": (unique_windows - state.published_windows) / MINUTE_WINDOWS,
+        "minimumMinutes": config.minimumDrivingMinutes,
+        "requiredNewMinutes": config.newDrivingMinutesPerModel,
+    }
+    blockers = publication_reasons(
+        publication["distinctMinutes"], publication["newMinutes"], steps - state.last_published,
+        evaluation["status"], stop_label, config,
+    )  # fmt: skip
+    publication["reason"] = "; ".join(blockers) or "Latest updated"
+    promote = not blockers
+    state.schema = dataset.schema
+    state.trained_rovers |= dataset.trained_rovers
+    for profile in dataset.control_profiles:
+        if profile not in state.control_profiles:
+            state.control_profiles.append(profile)
+
+    # 10. Stage and publish the candidate, then save the resume state.
+    control.enter("publish")
+    save_started = time.monotonic()
+    model_id, name = new_identity()
+    weights = {key: value.contiguous() for key, value in model.state_dict().items()}
+    published = publish_checkpoint(
+        root, model_id, weights,
+        {
+            "id": model_id,
+            "name": name,
+            "createdAt": int(time.time() * 1000),
+            "jobId": job_id,
+            "seed": job.seed,
+            "trainingSteps": steps,
+            "examplesProcessed": examples,
+            "parameters": parameter_count(model),
+            "specification": specification(dataset.schema),
+            "trainedRovers": sorted(state.trained_rovers),
+            "controlProfiles": state.control_profiles,
+            "sourceSessions": dataset.accepted,
+            "trainingLoss": sum(result.losses) / len(result.losses),
+            "evaluation": evaluation["status"],
+            "validation": evaluation,
+            "distinctMinutes": publication["distinctMinutes"],
+            "promote": promote,
+            "publication": publication,
+            "dtype": "float32",
+            "torchVersion": str(torch.__version__),
+            "rovertrainVersion": __version__,
+            "config": config.to_json(),
+            "gate": job.gate.to_json(),
+        },
+    )  # fmt: skip
+    stream.emit("published", id=model_id, name=name, path=str(root / "training" / "checkpoints" / model_id),
+                promote=promote)  # fmt: skip
+    if promote:
+        state.last_published = steps
+        state.published_windows = unique_windows
+    save_resume(
+        root,
+        {
+            "weights": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "schema": state.schema,
+            "steps": steps,
+            "examples": examples,
+            "lastPublished": state.last_published,
+            "trainedRovers": sorted(state.trained_rovers),
+            "controlProfiles": state.control_profiles,
+            "distinctWindows": state.distinct_windows,
+            "publishedWindows": state.published_windows,
+            "lastProbeSteps": state.last_probe_steps,
+            "learningProbe": state.learning_probe,
+        },
+    )
+    diagnostics.update(
+        checkpointSeconds=round(time.monotonic() - save_started, 3),
+        cpuSeconds=round(time.process_time() - cpu_started, 3),
+        peakRssMiB=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        dependencies={"torch": str(torch.__version__), "numpy": str(np.__version__)},
+        policy=specification(dataset.schema),
+    )
+
+    # 11. The terminal event.
+    stream.emit(
+        "complete", trained=True, accepted=dataset.accepted, rejected=dataset.rejected,
+        steps=steps, examples=examples, loss=sum(result.losses) / len(result.losses),
+        published=published, promote=promote, publication=publication, evaluation=evaluation,
+        diagnostics=diagnostics, elapsedSeconds=round(control.elapsed(), 3),
+    )  # fmt: skip
+    return ExitCode.COMPLETED
+
+
+def limit_cpu(threads: int) -> None:
+    """Yield the CPU to the rover's media processes, before any thread pool exists."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    current = os.nice(0)
+    if current < NICENESS:
+        os.nice(NICENESS - current)
+    import torch
+
+    torch.set_num_threads(threads)
+    # Raises when already set in this process (several jobs in one interpreter).
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)
+
+
+def training_state(saved: dict[str, Any] | None) -> TrainingState:
+    from .commandschema import initial_schema
+
+    if saved is None:
+        return TrainingState(schema=initial_schema())
+    return TrainingState(
+        schema=saved["schema"],
+        steps=saved["steps"],
+        examples=saved["examples"],
+        last_published=saved["lastPublished"],
+        trained_rovers=set(saved.get("trainedRovers", [])),
+        control_profiles=list(saved.get("controlProfiles", [])),
+        distinct_windows=dict(saved.get("distinctWindows", {})),
+        published_windows=saved["publishedWindows"],
+        last_probe_steps=saved.get("lastProbeSteps", 0),
+        learning_probe=saved.get("learningProbe"),
+        weights=saved["weights"],
+        optimizer=saved["optimizer"],
+    )
+
+
+def not_enough_data(samples: int, any_command: bool, stopped: bool, minimum: int) -> str | None:
+    if stopped:
+        return "Stopped/time limit"
+    if samples < minimum or not any_command:
+        return "Waiting for enough training-partition samples with human actions"
+    return None
+
+
+def natural_frequencies(rows: list[dict[str, Any]]) -> Any:
+    import numpy as np
+
+    from .commandschema import SLOTS
+
+    training = [row for row in rows if row["partition"] == "training"]
+    usable = sum(row.get("usableWindows", 0) for row in training)
+    counts = np.zeros(SLOTS)
+    for row in training:
+        counts += np.asarray(row.get("commandEventCounts", [0] * SLOTS), dtype=np.float64)
+    return counts / max(1, usable)
+
+
+def training_deadline(max_seconds: float, held_out_windows: int) -> float:
+    """When training must stop so evaluation and publication still fit in the budget."""
+    reserve = min(max_seconds * 0.25, 3.0 + held_out_windows * 0.002)
+    return max_seconds - reserve
+
+
+def _hooks() -> dict[str, Any]:
+    from .hooks import test_hooks
+
+    return test_hooks()

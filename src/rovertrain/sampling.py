@@ -1,0 +1,63 @@
+"""Window sampling: reservoirs per category (training) or one natural reservoir (held out).
+
+Pure: indices in, indices out; the caller gathers the windows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable, Sequence
+
+CATEGORY_COUNT = 3
+
+
+def per_session_capacity(max_samples: int, sessions: int) -> int:
+    return max(1, max_samples // max(1, sessions))
+
+
+def category_capacity(per_session: int) -> int:
+    return max(1, per_session // 3)
+
+
+def session_rng(seed: int, session_id: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}:{session_id}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def reservoir(items: Iterable[int], capacity: int, rng: random.Random) -> list[int]:
+    """Algorithm R: a uniform sample of `capacity` items from a stream of unknown length."""
+    kept: list[int] = []
+    for seen, item in enumerate(items, start=1):
+        if len(kept) < capacity:
+            kept.append(item)
+        else:
+            slot = rng.randrange(seen)
+            if slot < capacity:
+                kept[slot] = item
+    return kept
+
+
+def sample_windows(
+    usable: Sequence[int],
+    categories: Sequence[int],
+    held_out: bool,
+    per_session: int,
+    rng: random.Random,
+) -> list[int]:
+    """Indices of the windows to keep, in time order.
+
+    `usable` lists window indices in time order; `categories[i]` is window i's category
+    (0 none, 1 command, 2 stop). Training keeps up to category_capacity windows of each
+    category so idle stretches cannot crowd out the commands; held-out keeps the natural mix.
+    """
+    if held_out:
+        return sorted(reservoir(usable, per_session, rng))
+    capacity = category_capacity(per_session)
+    buckets: list[list[int]] = [[] for _ in range(CATEGORY_COUNT)]
+    for index in usable:
+        buckets[categories[index]].append(index)
+    kept: list[int] = []
+    for bucket in buckets:
+        kept.extend(reservoir(bucket, capacity, rng))
+    return sorted(kept)

@@ -1,0 +1,55 @@
+"""A short human summary of a job's event log (used by `make demo`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def summarise(events: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    datasets = [e for e in events if e["kind"] == "dataset"]
+    skipped = [e for e in events if e["kind"] == "skipped"]
+    held = sum(e.get("partition") == "heldOut" for e in datasets)
+    lines.append(f"sessions: {len(datasets)} used ({held} held out), {len(skipped)} skipped")
+    for event in skipped:
+        lines.append(f"  skipped {event['sessionId']}: {event['reason']}")
+    last = events[-1] if events else {}
+    if last.get("kind") == "error":
+        lines.append(f"FAILED ({last['code']}): {last['message']}")
+        return lines
+    if last.get("kind") != "complete":
+        lines.append("the job ended without a terminal event (crashed?)")
+        return lines
+    if not last["trained"]:
+        lines.append(f"not trained: {last.get('reason')}")
+        return lines
+    evaluation = last["evaluation"]
+    lines.append(f"trained {last['steps']} steps, {last['examples']} examples, "
+                 f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s")  # fmt: skip
+    if "f1" in evaluation:
+        lines.append(
+            f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}, "
+            f"recall {evaluation['recall']:.2f}, F1 {evaluation['f1']:.2f}, "
+            f"stop recall {evaluation['stopRecall']:.2f}, movement recall "
+            f"{evaluation['movementRecall']:.2f}, value MSE {evaluation['numericMse']:.3f}"
+        )
+    lines.append(f"imitation gate: {evaluation['status']}")
+    for reason in evaluation.get("gateReasons", []):
+        lines.append(f"  - {reason}")
+    published = last.get("published") or {}
+    lines.append(f"checkpoint: {published.get('name')} ({published.get('id')})")
+    lines.append(f"promote: {last['promote']} ({last['publication']['reason']})")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    events = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line]
+    sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

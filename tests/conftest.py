@@ -1,0 +1,125 @@
+"""Shared fixtures: every event any test sees is validated against schemas/events.schema.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+REPO = Path(__file__).resolve().parent.parent
+EVENT_SCHEMA = json.loads((REPO / "schemas" / "events.schema.json").read_text())
+EVENT_VALIDATOR = Draft202012Validator(EVENT_SCHEMA)
+TERMINAL = {"complete", "error"}
+
+
+def _no_constants(name: str) -> Any:
+    raise AssertionError(f"stdout carried the non-JSON constant {name}")
+
+
+def parse_events(stdout: bytes | str) -> list[dict[str, Any]]:
+    """Parse NDJSON strictly and validate every event; fail loudly on any violation."""
+    text = stdout.decode() if isinstance(stdout, bytes) else stdout
+    events = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            event = json.loads(line, parse_constant=_no_constants)
+        except json.JSONDecodeError as error:
+            raise AssertionError(f"stdout line {number} is not JSON: {line[:200]!r}") from error
+        errors = sorted(EVENT_VALIDATOR.iter_errors(event), key=lambda e: list(e.path))
+        assert not errors, f"event {line[:300]} violates the schema: {errors[0].message}"
+        events.append(event)
+    if text:
+        assert text.endswith("\n"), "the last event is not newline-terminated"
+    seqs = [event["seq"] for event in events]
+    assert seqs == list(range(len(events))), f"seq not contiguous: {seqs}"
+    terminal = [i for i, event in enumerate(events) if event["kind"] in TERMINAL]
+    assert len(terminal) <= 1, "more than one terminal event"
+    if terminal:
+        assert terminal[0] == len(events) - 1, "the terminal event is not last"
+    return events
+
+
+@dataclass
+class Result:
+    code: int
+    events: list[dict[str, Any]]
+    stderr: str
+
+    def kinds(self) -> list[str]:
+        return [event["kind"] for event in self.events]
+
+    def last(self) -> dict[str, Any]:
+        return self.events[-1]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["kind"] == kind]
+
+
+def cli_env(hooks: dict[str, Any] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ROVERTRAIN_STRICT_EVENTS"] = "1"
+    env.pop("ROVERTRAIN_TEST_HOOKS", None)
+    if hooks:
+        env["ROVERTRAIN_TEST_HOOKS"] = json.dumps(hooks)
+    return env
+
+
+def run_cli(
+    *args: str,
+    stdin: bytes | None = None,
+    hooks: dict[str, Any] | None = None,
+    timeout: float = 600,
+) -> Result:
+    completed = subprocess.run(
+        [sys.executable, "-m", "rovertrain", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        env=cli_env(hooks),
+        cwd=REPO,
+    )
+    return Result(completed.returncode, parse_events(completed.stdout), completed.stderr.decode())
+
+
+@pytest.fixture
+def cli() -> Callable[..., Result]:
+    return run_cli
+
+
+@pytest.fixture(scope="session")
+def synth_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small synthetic data set, written once per test session (do not modify it)."""
+    root = tmp_path_factory.mktemp("synth") / "root"
+    result = run_cli("synth", "--out", str(root), "--sessions", "5", "--minutes", "0.4",
+                     "--seed", "3")  # fmt: skip
+    assert result.code == 0, result.stderr
+    return root
+
+
+@pytest.fixture
+def synth_copy(synth_data: Path, tmp_path: Path) -> Path:
+    """A private copy of the small data set, with its job file pointing at the copy."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(synth_data / "recordings", root / "recordings")
+    job = json.loads((synth_data / "job.json").read_text())
+    job["root"] = str(root)
+    (root / "job.json").write_text(json.dumps(job))
+    return root
+
+
+def write_job(root: Path, **config: Any) -> Path:
+    job = json.loads((root / "job.json").read_text())
+    job["config"].update(config)
+    path = root / "job-test.json"
+    path.write_text(json.dumps(job))
+    return path

@@ -1,0 +1,162 @@
+"""End-to-end jobs on a small synthetic data set (fast)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import cli_env, parse_events, write_job
+
+FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
+
+
+def checkpoints(root: Path) -> list[Path]:
+    directory = root / "training" / "checkpoints"
+    return sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+
+
+def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None:
+    result = cli("run", "--job", str(write_job(synth_copy, **FAST)))
+    assert result.code == 0, result.stderr
+    kinds = result.kinds()
+    assert kinds[0] == "started" and kinds[-1] == "complete"
+    phases = [e["phase"] for e in result.of("phase")]
+    assert phases == ["decode", "train", "evaluate", "publish"]
+    assert len(result.of("dataset")) == 5
+    assert {e["partition"] for e in result.of("dataset")} == {"training", "heldOut"}
+    complete = result.last()
+    assert complete["trained"] and complete["steps"] == 20
+    assert len(result.of("progress")) == 2
+    (checkpoint,) = checkpoints(synth_copy)
+    meta = json.loads((checkpoint / "model.json").read_text())
+    assert meta["id"] == checkpoint.name == complete["published"]["id"]
+    assert set(meta["files"]) == {"weights.safetensors"}
+    assert meta["jobId"] == complete["jobId"] and meta["specification"]["version"] >= 1
+    assert (synth_copy / "training" / "resume-v1.pt").exists()
+    # The job's events were mirrored for late viewers.
+    job_log = synth_copy / "training" / "jobs" / complete["jobId"] / "events.ndjson"
+    assert parse_events(job_log.read_text()) == result.events
+    models = cli("models", str(synth_copy))
+    assert [e["valid"] for e in models.events] == [True]
+
+
+def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Path) -> None:
+    job = write_job(synth_copy, **FAST)
+    first = cli("run", "--job", str(job))
+    second = cli("run", "--job", str(job))
+    assert first.last()["steps"] == 20 and second.last()["steps"] == 40
+    assert all(e["diagnostics"]["cached"] for e in second.of("dataset"))
+    assert len(checkpoints(synth_copy)) == 2
+
+
+def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 1})
+    first = cli("run", "--job", str(job))
+    (synth_copy / "training" / "resume-v1.pt").unlink()
+    second = cli("run", "--job", str(job))
+
+    def picked(result):
+        return [(e["sessionId"], e["sampled"], e["partition"]) for e in result.of("dataset")]
+
+    assert picked(first) == picked(second)
+    assert (
+        first.last()["published"]["specification"]["schema"]
+        == second.last()["published"]["specification"]["schema"]
+    )
+
+
+@pytest.mark.parametrize("content", [b"garbage", "version"])
+def test_incompatible_resume_is_refused(cli, synth_copy: Path, content) -> None:
+    path = synth_copy / "training" / "resume-v1.pt"
+    path.parent.mkdir(parents=True)
+    if content == "version":
+        torch.save({"version": 999, "weights": {}}, path)
+    else:
+        path.write_bytes(content)
+    result = cli("run", "--job", str(write_job(synth_copy, **FAST)))
+    assert result.code == 1
+    assert result.kinds()[0] == "started" and result.last()["code"] == "resume_incompatible"
+    assert not (synth_copy / "training" / "checkpoints").exists()
+
+
+def test_locked_root_exits_75(cli, synth_copy: Path) -> None:
+    lock_path = synth_copy / "training" / ".lock"
+    lock_path.parent.mkdir(parents=True)
+    with open(lock_path, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        result = cli("run", "--job", str(write_job(synth_copy, **FAST)))
+    assert result.code == 75 and result.kinds() == ["error"]
+    assert result.last()["code"] == "locked"
+    assert lock_path.exists()
+
+
+def test_not_enough_data_completes_untrained(cli, synth_copy: Path) -> None:
+    result = cli("run", "--job", str(write_job(synth_copy, **{**FAST, "minimumSamples": 10**6})))
+    assert result.code == 0
+    assert result.last()["trained"] is False
+    assert "Waiting for enough" in result.last()["reason"]
+
+
+def test_decoder_crash_and_hang_skip_only_that_session(cli, synth_copy: Path) -> None:
+    job = json.loads(write_job(synth_copy, **{**FAST, "decodeTimeoutSeconds": 3}).read_text())
+    crash, hang = job["sessions"][0], job["sessions"][1]
+    path = synth_copy / "job-hooks.json"
+    path.write_text(json.dumps(job))
+    result = cli("run", "--job", str(path), hooks={"crash": [crash], "hang": [hang]})
+    assert result.code == 0, result.stderr
+    skipped = {e["sessionId"]: e["code"] for e in result.of("skipped")}
+    assert skipped == {crash: "decoder_crashed", hang: "decode_timeout"}
+    assert len(result.of("dataset")) == 3
+
+
+def _start(job: Path, hooks: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
+    )  # fmt: skip
+
+
+def _read_until(process: subprocess.Popen, kind: str) -> list[bytes]:
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if json.loads(line)["kind"] == kind:
+            return lines
+    raise AssertionError(f"no {kind} event")
+
+
+def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "passesPerJob": 1000})
+    process = _start(job)
+    lines = _read_until(process, "progress")
+    process.send_signal(signal.SIGTERM)
+    rest, _ = process.communicate(timeout=60)
+    events = parse_events(b"".join(lines) + rest)
+    assert process.returncode == 0
+    complete = events[-1]
+    assert complete["kind"] == "complete" and complete["trained"]
+    assert "Stopped by SIGTERM" in complete["publication"]["reason"]
+    assert complete["promote"] is False
+    assert (synth_copy / "training" / "resume-v1.pt").exists()
+
+
+def test_max_job_seconds_is_kept_including_publication(cli, synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "passesPerJob": 1000,
+                                    "maxJobSeconds": 12})  # fmt: skip
+    started = time.monotonic()
+    result = cli("run", "--job", str(job))
+    wall = time.monotonic() - started
+    assert result.code == 0 and result.last()["trained"]
+    assert result.last()["elapsedSeconds"] <= 12 + 2
+    assert "Job time budget reached" in result.last()["publication"]["reason"]
+    assert wall < 12 + 20  # process start-up and imports are outside the job's own clock

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rovertrain.commandschema import SLOTS, extended, initial_schema
+from rovertrain.recording import Command
+from rovertrain.windows import (
+    CATEGORY_COMMAND,
+    CATEGORY_NONE,
+    CATEGORY_STOP,
+    label_windows,
+    tick_times,
+)
+
+SCHEMA = initial_schema()
+
+
+def test_ticks_are_multiples_of_100_within_the_video() -> None:
+    assert tick_times(40.0, 455.0).tolist() == [100, 200, 300, 400]
+    assert tick_times(100.0, 100.0).tolist() == [100]
+
+
+def test_targets_state_and_categories() -> None:
+    ticks = np.array([0, 100, 200, 300, 400], dtype=np.int64)
+    commands = [
+        Command(50.0, "drive", {"speed": 0.5, "turn": -0.2}),
+        Command(120.0, "drive", {"speed": 0.6}),
+        Command(199.9, "drive", {"speed": 0.7, "turn": 0.1}),
+        Command(300.0, "stop"),
+        Command(310.0, "drive", {"speed": 0.0, "turn": 0.0}),
+    ]
+    labels = label_windows(ticks, commands, SCHEMA)
+    drive = 1
+    assert labels.fires[:, drive].tolist() == [1, 1, 0, 1, 0]
+    assert labels.fires[:, 0].tolist() == [0, 0, 0, 1, 0]
+    # The last command in the window wins; availability follows its values.
+    assert np.allclose(labels.values[1, drive, :2], [0.7, 0.1])
+    assert labels.available[1, drive, :2].tolist() == [1, 1]
+    assert labels.category.tolist() == [
+        CATEGORY_COMMAND, CATEGORY_COMMAND, CATEGORY_NONE, CATEGORY_STOP, CATEGORY_NONE,
+    ]  # fmt: skip
+    state = labels.states.reshape(len(ticks), SLOTS, -1)
+    # At tick 0 nothing was sent before; at 200 the last drive was at 199.9 (strictly before).
+    assert state[0, drive, 4] == 1.0
+    assert state[2, drive, 4] == 0.0 and np.allclose(state[2, drive, :2], [0.7, 0.1])
+    assert np.isclose(state[2, drive, 5], 0.1 / 1000)
+    # A command exactly at the tick is not yet in that tick's state.
+    assert state[3, 0, 4] == 1.0 and state[4, 0, 4] == 0.0
+    assert np.isclose(state[4, 0, 5], 0.1)
+    assert state[4, 0, 7 + 1] == 1.0  # 100 ms since the stop: bin 1
+
+
+def test_unsupported_commands_are_counted_not_learned() -> None:
+    ticks = np.array([0, 100], dtype=np.int64)
+    labels = label_windows(ticks, [Command(150.0, "lights", {"on": 1.0})], SCHEMA)
+    assert labels.unsupported_command_events == 1
+    assert labels.unsupported.tolist() == [False, True]
+    assert not labels.fires.any()
+
+
+def test_schema_extension_appends_only() -> None:
+    grown = extended(
+        SCHEMA, [("lights", {"on": 1.0}), ("drive", {"boost": 1.0})], {"lights": "other"}
+    )
+    assert [slot["type"] for slot in grown] == ["stop", "drive", "lights"]
+    assert grown[1]["values"] == ["speed", "turn", "boost"]
+    assert grown[2]["role"] == "other"
+    assert SCHEMA[1]["values"] == ["speed", "turn"]  # the input is not modified
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 50),
+    st.lists(
+        st.tuples(st.floats(-500, 6000, allow_nan=False), st.sampled_from(["drive", "stop"])),
+        max_size=60,
+    ),
+)
+def test_each_command_in_the_span_lands_in_exactly_one_window(first_tick: int, raw) -> None:
+    ticks = np.arange(first_tick, first_tick + 40, dtype=np.int64) * 100
+    commands = sorted((Command(t, kind, {}) for t, kind in raw), key=lambda c: c.t)
+    labels = label_windows(ticks, commands, SCHEMA)
+    for slot, kind in enumerate(["stop", "drive"]):
+        inside = [c.t for c in commands if c.type == kind and ticks[0] <= c.t < ticks[-1] + 100]
+        assert labels.command_event_counts[slot] == len(inside)
+        windows_with = {int((t - ticks[0]) // 100) for t in inside}
+        assert set(np.flatnonzero(labels.fires[:, slot]).tolist()) == windows_with
+    stop_windows = labels.fires[:, 0] == 1
+    assert (labels.category[stop_windows] == CATEGORY_STOP).all()
