@@ -170,5 +170,36 @@ def models(root: str) -> None:
     _run_with_events(body)
 
 
+@cli.command()
+@click.argument("job_dir", metavar="JOBDIR", type=click.Path())
+@click.option("--follow", "-f", is_flag=True, help="Keep following until the terminal event.")
+@click.option("--raw/--human", default=None, help="NDJSON (default when piped) or text.")
+def events(job_dir: str, follow: bool, raw: bool | None) -> None:
+    """Print a job's events from the first one (root/training/jobs/<jobId>)."""
+
+    def body(stream: EventStream) -> int:
+        from .eventlog import replay
+
+        assert stream.fd is not None
+        return replay(job_dir, follow, raw, stream.fd)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("job_dir", metavar="JOBDIR", type=click.Path())
+@click.option("--out", "out", type=click.Path(), help="PNG path (default JOBDIR/report.png).")
+def report(job_dir: str, out: str | None) -> None:
+    """Draw a job's dashboard: losses, held-out metrics against the gate, data set."""
+
+    def body(stream: EventStream) -> int:
+        from .report import write_report
+
+        stream.emit("report", **write_report(job_dir, out))
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
 def main() -> None:
     cli(prog_name="rovertrain")

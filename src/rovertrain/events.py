@@ -40,6 +40,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "synthesized": ("root", "job", "sessions"),
     "model": ("id", "valid"),
     "published": ("id", "name", "path"),
+    "report": ("path", "width", "height"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
@@ -111,6 +112,10 @@ class EventStream:
         if strict is None:
             strict = os.environ.get("ROVERTRAIN_STRICT_EVENTS") == "1"
         self.strict = strict
+
+    @property
+    def fd(self) -> int | None:
+        return self._fd
 
     def bind_job(self, job_id: str) -> None:
         self._job_id = job_id

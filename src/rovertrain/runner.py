@@ -65,6 +65,9 @@ def run_job(job: Job, stream: EventStream, progress: bool | None = None) -> int:
     try:
         job_dir = root / "training" / "jobs" / job_id
         stream.mirror_to(job_dir / "events.ndjson")
+        from .evidence import EvidenceWriter
+
+        stream.listeners.append(EvidenceWriter(job_dir))
         removed = remove_stale_staging(root)
         stream.emit(
             "started", version=__version__, root=str(root), config=job.config.to_json(),
@@ -163,9 +166,15 @@ def _run_steps(
     diagnostics["beforeAuditSeconds"] = round(time.monotonic() - audit_started, 3)
 
     # 7. Train until the passes end, maxStepsPerJob, the budget or a stop request.
+    def periodic_evaluation(step: int) -> None:
+        if config.evalEverySteps and len(validation) and step % config.evalEverySteps == 0:
+            metrics = held_out_metrics(model, validation, dataset.schema, job.actionThreshold,
+                                       frequencies, config.batchSize, setup)  # fmt: skip
+            stream.emit("evaluation", steps=step, metrics=metrics)
+
     result = train(
         model, optimizer, pool, setup, config, control, stream, state.steps, state.examples,
-        job.seed, training_deadline(config.maxJobSeconds, len(validation)),
+        job.seed, training_deadline(config.maxJobSeconds, len(validation)), periodic_evaluation,
     )  # fmt: skip
     diagnostics.update(trainingSeconds=result.seconds, trainingStoppedBy=result.stopped_by)
     if result.steps == 0:
@@ -331,6 +340,31 @@ def _run_steps(
         diagnostics=diagnostics, elapsedSeconds=round(control.elapsed(), 3),
     )  # fmt: skip
     return ExitCode.COMPLETED
+
+
+def held_out_metrics(
+    model: Any, validation: Any, schema: Any, threshold: float, frequencies: Any,
+    batch_size: int, setup: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The learning curve on unseen sessions: the gate's figures plus the held-out loss."""
+    import torch
+
+    from .learning import batch_tensors, evaluate, losses
+
+    measured = evaluate(model, validation, schema, threshold, frequencies, batch_size)
+    model.eval()
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for start in range(0, len(validation), 512):
+            batch = batch_tensors(validation, slice(start, start + 512))
+            logits, values = model(batch.images.contiguous(memory_format=torch.channels_last),
+                                   batch.states)  # fmt: skip
+            event_loss, value_loss = losses(logits, values, batch, setup)
+            total += float(event_loss + value_loss) * len(batch.fires)
+            count += len(batch.fires)
+    model.train()
+    keys = ("precision", "recall", "f1", "stopRecall", "movementRecall", "numericMse", "windows")
+    return {**{key: measured[key] for key in keys}, "heldOutLoss": total / max(1, count)}
 
 
 def limit_cpu(threads: int) -> None:

@@ -46,6 +46,11 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == "--job-dir":
+        events = [json.loads(line) for line in Path(argv[2]).read_text().splitlines() if line]
+        started = next(e for e in events if e["kind"] == "started")
+        print(Path(started["root"]) / "training" / "jobs" / started["jobId"])
+        return 0
     events = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line]
     sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")
     return 0

@@ -1,0 +1,39 @@
+"""Learning must be real: the default synth job passes the gate, scrambled labels do not.
+
+Slow (a few minutes each on 2 cores): run with `make test-slow`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def synthesise(cli, root: Path, *extra: str) -> Path:
+    result = cli("synth", "--out", str(root), "--sessions", "12", "--minutes", "2",
+                 "--seed", "7", *extra, timeout=900)  # fmt: skip
+    assert result.code == 0, result.stderr
+    return root / "job.json"
+
+
+def test_default_synth_job_passes_the_imitation_gate(cli, tmp_path: Path) -> None:
+    job = synthesise(cli, tmp_path / "root")
+    result = cli("run", "--job", str(job), timeout=900)
+    assert result.code == 0, result.stderr
+    complete = result.last()
+    evaluation = complete["evaluation"]
+    assert evaluation["status"] == "passed imitation gate", evaluation.get("gateReasons")
+    assert complete["promote"] is True
+    assert complete["elapsedSeconds"] <= 600 + 20
+
+
+def test_scrambled_commands_do_not_pass_the_gate(cli, tmp_path: Path) -> None:
+    job = synthesise(cli, tmp_path / "root", "--shuffle-commands")
+    result = cli("run", "--job", str(job), timeout=900)
+    assert result.code == 0, result.stderr
+    evaluation = result.last()["evaluation"]
+    assert evaluation["status"] == "imitation gate not met"
+    assert result.last()["promote"] is False

@@ -1,0 +1,160 @@
+"""Run lifecycle and live evidence: heartbeats, pause/resume, replay, CSVs, report, supervisor."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cli_env, parse_events, write_job
+from rovertrain.evidence import GrowingCsv
+
+FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
+
+
+def start(job: Path, hooks: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
+    )  # fmt: skip
+
+
+def read_until(process: subprocess.Popen, kind: str) -> list[bytes]:
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if json.loads(line)["kind"] == kind:
+            return lines
+    raise AssertionError(f"no {kind} event")
+
+
+def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "heartbeatSeconds": 1})
+    result = cli("run", "--job", str(job), hooks={"slowPhaseSeconds": 3.5})
+    assert result.code == 0
+    kinds = result.kinds()
+    train_start = next(i for i, e in enumerate(result.events) if e.get("phase") == "train")
+    first_progress = kinds.index("progress")
+    beats = result.events[train_start + 1 : first_progress]
+    # 3.5 s of silence at 1 s heartbeats: at least two, all saying the phase is training.
+    assert len([b for b in beats if b["kind"] == "heartbeat"]) >= 2
+    assert all(b["phase"] == "train" for b in beats if b["kind"] == "heartbeat")
+
+
+def test_pause_resume_shifts_the_budget_and_evidence_is_written(synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "maxJobSeconds": 14,
+                                    "evalEverySteps": 10})  # fmt: skip
+    process = start(job)
+    lines = read_until(process, "progress")
+    process.send_signal(signal.SIGTSTP)
+    lines += read_until(process, "paused")
+    time.sleep(6)
+    process.send_signal(signal.SIGCONT)
+    rest, _ = process.communicate(timeout=120)
+    events = parse_events(b"".join(lines) + rest)
+    kinds = [e["kind"] for e in events]
+    assert "resumed" in kinds and kinds[-1] == "complete"
+    resumed = next(e for e in events if e["kind"] == "resumed")
+    assert resumed["pausedSeconds"] >= 5.5
+    complete = events[-1]
+    # Paused time does not count: the job used its full budget of training after the pause.
+    assert complete["elapsedSeconds"] <= 14 + 2
+    wall = (events[-1]["time"] - events[0]["time"]) / 1000
+    assert wall >= complete["elapsedSeconds"] + 5
+    job_dir = synth_copy / "training" / "jobs" / complete["jobId"]
+    rows = list(csv.DictReader((job_dir / "training_log.csv").open()))
+    assert [int(r["step"]) for r in rows] == [e["steps"] for e in events if e["kind"] == "progress"]
+    evals = list(csv.DictReader((job_dir / "checkpoint_evals.csv").open()))
+    assert evals and "heldOutLoss" in evals[0] and float(evals[0]["f1"]) >= 0
+    assert len(evals) == len([e for e in events if e["kind"] == "evaluation"])
+
+
+def test_max_paused_seconds_stops_gracefully(synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "maxPausedSeconds": 2})
+    process = start(job)
+    lines = read_until(process, "progress")
+    process.send_signal(signal.SIGTSTP)
+    rest, _ = process.communicate(timeout=120)
+    events = parse_events(b"".join(lines) + rest)
+    assert process.returncode == 0 and events[-1]["kind"] == "complete"
+    assert "Paused longer than maxPausedSeconds" in events[-1]["publication"]["reason"]
+
+
+def test_events_follow_prints_each_event_once_in_order(synth_copy: Path, cli) -> None:
+    job = write_job(synth_copy, **FAST)
+    process = start(job)
+    first = read_until(process, "started")
+    job_id = json.loads(first[0])["jobId"]
+    job_dir = synth_copy / "training" / "jobs" / job_id
+    follower = subprocess.run(
+        [sys.executable, "-m", "rovertrain", "events", str(job_dir), "--follow"],
+        capture_output=True, timeout=300, env=cli_env(),
+    )  # fmt: skip
+    rest, _ = process.communicate(timeout=300)
+    direct = parse_events(b"".join(first) + rest)
+    followed = parse_events(follower.stdout)
+    assert follower.returncode == 0
+    assert followed == direct
+    replayed = cli("events", str(job_dir))
+    assert replayed.events == direct
+
+
+def test_csv_header_grows_without_losing_rows(tmp_path: Path) -> None:
+    log = GrowingCsv(tmp_path / "log.csv", ("step",))
+    log.append({"step": 1, "loss": 0.5})
+    log.append({"step": 2, "loss": 0.4, "kl": 0.1})
+    log.append({"step": 3})
+    rows = list(csv.DictReader((tmp_path / "log.csv").open()))
+    assert [r["step"] for r in rows] == ["1", "2", "3"]
+    assert rows[0]["kl"] == "" and rows[1]["kl"] == "0.1" and rows[0]["loss"] == "0.5"
+    reopened = GrowingCsv(tmp_path / "log.csv", ("step",))
+    reopened.append({"step": 4, "kl": 0.2})
+    assert len(list(csv.DictReader((tmp_path / "log.csv").open()))) == 4
+
+
+def test_report_renders_a_png_from_a_real_run(cli, synth_copy: Path, tmp_path: Path) -> None:
+    result = cli("run", "--job", str(write_job(synth_copy, **{**FAST, "evalEverySteps": 10})))
+    job_dir = synth_copy / "training" / "jobs" / result.last()["jobId"]
+    out = tmp_path / "dash.png"
+    report = cli("report", str(job_dir), "--out", str(out))
+    assert report.code == 0, report.stderr
+    (event,) = report.events
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (event["width"], event["height"]) == (1400, 900)
+    assert "imitation gate" in report.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_supervisor_classifies_outcomes(synth_copy: Path, tmp_path: Path) -> None:
+    script = REPO / "examples" / "supervisor" / "supervise.js"
+    command = f"{sys.executable} -m rovertrain"
+
+    def supervise(job: Path, *extra: str) -> dict:
+        completed = subprocess.run(
+            ["node", str(script), "--rovertrain", command, *extra, str(job)],
+            capture_output=True, timeout=300, env=cli_env(), cwd=REPO,
+        )  # fmt: skip
+        return json.loads(completed.stdout.decode().strip().splitlines()[-1])
+
+    done = supervise(write_job(synth_copy, **FAST))
+    assert done["outcome"] == "completed" and done["exitCode"] == 0
+    long_job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000})
+    stopped = supervise(
+        long_job, "--pause-after", "12", "--resume-after", "14", "--stop-after", "18"
+    )
+    assert stopped["outcome"] == "completed" and stopped["exitCode"] == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"root": "/nonexistent", "sessions": []}')
+    failed = supervise(bad)
+    assert failed["outcome"] == "failed" and failed["error"] == "root_unavailable"
