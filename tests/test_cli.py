@@ -89,3 +89,20 @@ def test_validate_job_reports_missing_sessions_and_accepts_good_ones(
     result = cli("validate-job", str(bad))
     assert result.code == 1 and result.last()["code"] == "missing_sessions"
     assert "missing-session" in result.last()["message"]
+
+
+def test_check_deps_names_a_broken_dependency() -> None:
+    program = (
+        "import sys\n"
+        "sys.modules['av'] = None  # simulate a broken PyAV install\n"
+        "from rovertrain.cli import main\n"
+        "sys.argv = ['rovertrain', 'check-deps']\n"
+        "main()\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
+    from conftest import parse_events
+
+    (event,) = parse_events(completed.stdout)
+    assert completed.returncode == 1
+    assert event["kind"] == "error" and event["code"] == "missing_dependency"
+    assert "av" in event["message"]

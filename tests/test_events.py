@@ -107,3 +107,18 @@ def test_mirror_gets_every_event(tmp_path) -> None:
     stream.close()
     events = parse_events((tmp_path / "jobs" / "events.ndjson").read_text())
     assert [e["kind"] for e in events] == ["phase", "complete"]
+
+
+def test_a_failing_listener_is_disabled_not_fatal(capsys) -> None:
+    stream = EventStream(None, strict=True)
+    seen = []
+
+    def broken(event):
+        raise ValueError("boom")
+
+    stream.listeners.extend([broken, seen.append])
+    stream.emit("phase", phase="decode", elapsedSeconds=0.0)
+    stream.emit("phase", phase="train", elapsedSeconds=0.0)
+    assert [e["phase"] for e in seen] == ["decode", "train"]
+    assert stream.listeners == [seen.append]
+    assert "disabled after an error: boom" in capsys.readouterr().err

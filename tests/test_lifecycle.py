@@ -158,3 +158,11 @@ def test_node_supervisor_classifies_outcomes(synth_copy: Path, tmp_path: Path) -
     bad.write_text('{"root": "/nonexistent", "sessions": []}')
     failed = supervise(bad)
     assert failed["outcome"] == "failed" and failed["error"] == "root_unavailable"
+
+
+def test_progress_view_can_be_forced_on(cli, synth_copy: Path) -> None:
+    result = cli("run", "--job", str(write_job(synth_copy, **FAST)), "--progress")
+    assert result.code == 0
+    assert "sessions" in result.stderr and "training" in result.stderr and "loss" in result.stderr
+    quiet = cli("run", "--job", str(write_job(synth_copy, **FAST)))
+    assert "ex/s" not in quiet.stderr

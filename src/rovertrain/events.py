@@ -150,8 +150,14 @@ class EventStream:
             if event["kind"] in TERMINAL_KINDS:
                 self.terminal_written = True
             self._write(line)
-            for listener in self.listeners:
-                listener(event)
+            for listener in list(self.listeners):
+                try:
+                    listener(event)
+                except Exception as error:
+                    self.listeners.remove(listener)
+                    sys.stderr.write(
+                        f"rovertrain: {type(listener).__name__} disabled after an error: {error}\n"
+                    )
 
     def _envelope(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         event: dict[str, Any] = {

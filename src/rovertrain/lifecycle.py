@@ -137,7 +137,10 @@ class JobControl:
         self.finished.set()
         signal.set_wakeup_fd(self._previous_wakeup)
         for number, handler in self._previous.items():
-            signal.signal(number, handler)
+            # A late stop signal while the process winds down must not kill it with the
+            # default action after the terminal event: keep the flag-only handlers for those.
+            if number not in STOP_SIGNALS:
+                signal.signal(number, handler)
         if self._watchdog is not None:
             self._watchdog.join(timeout=2)
         for fd in (self._wakeup_read, self._wakeup_write):

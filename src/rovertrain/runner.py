@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .console import stderr_is_terminal
 from .errors import RovertrainError
 from .events import EventStream
 from .exitcodes import ExitCode
@@ -68,6 +69,11 @@ def run_job(job: Job, stream: EventStream, progress: bool | None = None) -> int:
         from .evidence import EvidenceWriter
 
         stream.listeners.append(EvidenceWriter(job_dir))
+        show_progress = stderr_is_terminal() if progress is None else progress
+        if show_progress:
+            from .progressview import ProgressView
+
+            stream.listeners.append(ProgressView(len(job.sessions), job.config.maxJobSeconds))
         removed = remove_stale_staging(root)
         stream.emit(
             "started", version=__version__, root=str(root), config=job.config.to_json(),

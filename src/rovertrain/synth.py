@@ -321,5 +321,6 @@ def default_job(root: Path, sessions: list[str], seed: int) -> dict[str, Any]:
             "checkpointEverySteps": 200,
             "minimumDrivingMinutes": 2,
             "newDrivingMinutesPerModel": 0.5,
+            "evalEverySteps": 250,
         },
     }

@@ -83,6 +83,7 @@ def train(
                 result.stopped_by = "maxStepsPerJob"
             if result.stopped_by != "passes completed":
                 break
+            control.activity = f"training step {steps + 1}"
             if stuck:
                 time.sleep(stuck)  # test hook: a blocking call the watchdog must outlast
             chosen = np.sort(order[offset : offset + config.batchSize])

@@ -1,0 +1,78 @@
+"""Pipeline benchmarks: parallel decoding, the window cache, and decoder memory vs length.
+
+Prints ratios against reference runs in the same command:
+- several sessions through the decoder pool (threads=2) vs one after another (threads=1):
+  >= 1.5x required;
+- a second `inspect` of unchanged recordings vs the first (cache): >= 20x required;
+- peak RSS of a decoder child for a 4x longer video: should stay flat.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from media import add_session, encode_video
+from rovertrain.commandschema import initial_schema
+from rovertrain.dataset import DatasetRequest, build_dataset
+from rovertrain.events import EventStream
+from rovertrain.jobconfig import parse_job
+
+
+def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
+    job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
+    request = DatasetRequest(root, sessions, initial_schema(), replace(job.config), 0, False)
+    started = time.perf_counter()
+    build_dataset(request, EventStream(None), lambda: False)
+    return time.perf_counter() - started
+
+
+def child_peak_rss(video: Path) -> float:
+    program = (
+        "import io, resource, sys\n"
+        "from pathlib import Path\n"
+        "from rovertrain.decode import DecodeLimits, decode_to_file\n"
+        "limits = DecodeLimits(1 << 40, 1 << 30, 1e9, 1)\n"
+        "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'), {})\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    output = subprocess.run([sys.executable, "-c", program, str(video)], capture_output=True,
+                            check=True).stdout  # fmt: skip
+    return int(output.strip()) / 1024
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        scratch = Path(directory)
+        sessions = [f"s{index}" for index in range(4)]
+        sequential = 0.0
+        for index, name in enumerate(sessions):
+            video = encode_video(scratch / f"v{index}.webm", "libvpx", "webm", seconds=60, fps=30,
+                                 size=(640, 480))  # fmt: skip
+            add_session(scratch / "root", name, video)
+            add_session(scratch / f"alone{index}", name, video)
+            sequential += inspect_seconds(scratch / f"alone{index}", [name], 1)
+        parallel = inspect_seconds(scratch / "root", sessions, 2)
+        cached = inspect_seconds(scratch / "root", sessions, 2)
+        print(f"4 sessions x 60 s 640x480 VP8: one after another {sequential:.2f} s, "
+              f"pool of 2 {parallel:.2f} s, ratio {sequential / parallel:.2f} (>= 1.5 required)")  # fmt: skip
+        print(f"second inspect (cache): {cached:.3f} s, {parallel / cached:.1f}x faster "
+              "(>= 20 required)")  # fmt: skip
+        short = encode_video(scratch / "short.webm", "libvpx", "webm", seconds=30, fps=30,
+                             size=(640, 480))  # fmt: skip
+        long = encode_video(scratch / "long.webm", "libvpx", "webm", seconds=120, fps=30,
+                            size=(640, 480))  # fmt: skip
+        print(
+            f"decoder peak RSS: 30 s video {child_peak_rss(short):.0f} MiB, "
+            f"120 s video {child_peak_rss(long):.0f} MiB (flat expected)"
+        )
+
+
+if __name__ == "__main__":
+    main()

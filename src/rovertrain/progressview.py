@@ -1,0 +1,48 @@
+"""Live progress on stderr for a person at a terminal (rich), fed by the event stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ProgressView:
+    """An event listener: sessions decoded, training steps with loss and examples/s, budget."""
+
+    def __init__(self, sessions: int, max_seconds: float):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}"),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.sessions = self.progress.add_task("sessions", total=max(1, sessions), detail="")
+        self.budget = self.progress.add_task("budget s", total=max_seconds, detail="")
+        self.training: Any = None
+        self.progress.start()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind in ("dataset", "skipped"):
+            note = "skipped" if kind == "skipped" else f"{event['windows']} windows"
+            self.progress.advance(self.sessions)
+            self.progress.update(self.sessions, detail=f"{event['sessionId']}: {note}")
+        elif kind == "heartbeat":
+            self.progress.update(self.sessions, detail=event.get("activity", ""))
+        elif kind == "progress":
+            if self.training is None:
+                self.training = self.progress.add_task("training", total=None, detail="")
+            self.progress.update(
+                self.training, completed=event["steps"],
+                detail=f"loss {event['loss']:.4f}  {event['examplesPerSecond']:.0f} ex/s",
+            )  # fmt: skip
+        if "elapsedSeconds" in event:
+            self.progress.update(self.budget, completed=event["elapsedSeconds"],
+                                 detail=event.get("phase", ""))  # fmt: skip
+        if kind in ("complete", "error"):
+            self.progress.stop()

@@ -1,0 +1,113 @@
+"""Hostile and huge input: refused early, nothing outside the root is read."""
+
+from __future__ import annotations
+
+import json
+import signal
+import struct
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from conftest import write_job
+from media import add_session, encode_video
+from reliability.test_faults import FAST, Job
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_huge_inputs_are_refused_in_preflight(cli, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    directory = add_session(root, "sparse-100gb", None)
+    with open(directory / "camera.webm", "wb") as stream:
+        stream.truncate(100 * 2**30)
+    header = b"DKIF" + struct.pack("<HH4sHHIII", 0, 32, b"VP80", 16384, 16384, 30, 1, 1, 0)
+    frame = struct.pack("<IQ", 10, 0) + b"\x00" * 10
+    add_session(root, "huge-frame", header + frame, "camera.ivf")
+    long_video = encode_video(tmp_path / "long.mkv", "libvpx", "matroska",
+                              pts_ms=[0, 100, 48 * 3600 * 1000])  # fmt: skip
+    add_session(root, "two-days", long_video, "camera.mkv")
+    started = time.monotonic()
+    result = cli("inspect", str(root))
+    assert time.monotonic() - started < 60
+    skipped = {e["sessionId"]: e["code"] for e in result.of("skipped")}
+    assert skipped == {
+        "sparse-100gb": "too_large",
+        "huge-frame": "too_large",
+        "two-days": "too_large",
+    }
+
+
+def test_no_file_outside_the_root_is_opened(tmp_path: Path) -> None:
+    """Symlinked folders and files, FIFOs and traversal ids: an audit hook watches every open."""
+    import os
+    import subprocess
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.webm"
+    secret.write_bytes(encode_video(tmp_path / "v.webm", "libvpx", "webm").read_bytes())
+    root = tmp_path / "root"
+    add_session(root, "file-link", None)
+    (root / "recordings" / "file-link" / "camera.webm").symlink_to(secret)
+    add_session(outside, "folder-link", secret)
+    (root / "recordings" / "folder-link").symlink_to(outside / "recordings" / "folder-link")
+    fifo = add_session(root, "fifo", None)
+    os.mkfifo(fifo / "camera.webm")
+    program = f"""
+import sys, json
+seen = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes)):
+        seen.append(str(args[0]))
+sys.addaudithook(hook)
+from rovertrain.cli import main
+sys.argv = ["rovertrain", "inspect", {str(root)!r}, "file-link", "folder-link", "fifo", "..", "../outside"]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(seen), file=sys.stderr)
+"""
+    completed = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
+    opened = json.loads(completed.stderr.decode().strip().splitlines()[-1])
+    assert not [path for path in opened if str(outside) in os.path.realpath(path)]
+    events = [json.loads(line) for line in completed.stdout.splitlines()]
+    codes = {e["sessionId"]: e["code"] for e in events if e["kind"] == "skipped"}
+    assert codes["file-link"] == codes["folder-link"] == codes["fifo"] == "unsafe_path"
+    assert codes[".."] == codes["../outside"] == "unsafe_path"
+
+
+def test_exploding_learning_rate_never_publishes_nan(synth_copy: Path) -> None:
+    job = Job(write_job(synth_copy, **{**FAST, "learningRate": 10, "precision": "fp32"}))
+    code, events, _ = job.finish()
+    last = events[-1]
+    if last["kind"] == "error":
+        assert last["code"] in ("non_finite_loss", "non_finite_weights") and code == 1
+        directory = synth_copy / "training" / "checkpoints"
+        assert not directory.exists() or not [p for p in directory.iterdir()]
+    else:
+        path = Path(last["published"]["id"])
+        weights = synth_copy / "training" / "checkpoints" / path / "weights.safetensors"
+        import torch
+
+        assert all(bool(torch.isfinite(t).all()) for t in load_file(weights).values())
+
+
+def test_interrupted_jobs_lose_no_steps(synth_copy: Path) -> None:
+    total = 0
+    for _ in range(3):
+        job = Job(write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000}))
+        job.until("progress")
+        job.process.send_signal(signal.SIGTERM)
+        code, events, _ = job.finish()
+        assert code == 0 and events[-1]["trained"]
+        done = events[-1]["steps"] - total
+        assert done >= 10
+        total = events[-1]["steps"]
+    from rovertrain.resume import load_resume
+
+    assert load_resume(synth_copy)["steps"] == total

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rovertrain.cache import cache_dir, evict
+
+
+def make_entry(root: Path, name: str, size: int, used: float) -> None:
+    directory = cache_dir(root)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.frames").write_bytes(b"x" * size)
+    meta = directory / f"{name}.json"
+    meta.write_text("{}")
+    os.utime(meta, (used, used))
+
+
+def test_eviction_removes_least_recently_used_first(tmp_path: Path) -> None:
+    now = time.time()
+    make_entry(tmp_path, "old", 1000, now - 300)
+    make_entry(tmp_path, "middle", 1000, now - 200)
+    make_entry(tmp_path, "new", 1000, now - 100)
+    removed = evict(tmp_path, 2100, keep=set())
+    names = sorted(p.stem for p in cache_dir(tmp_path).glob("*.json"))
+    assert names == ["middle", "new"] and removed == 1002
+
+
+def test_entries_in_use_are_kept(tmp_path: Path) -> None:
+    now = time.time()
+    make_entry(tmp_path, "old", 1000, now - 300)
+    make_entry(tmp_path, "new", 1000, now - 100)
+    evict(tmp_path, 0, keep={"old"})
+    assert sorted(p.stem for p in cache_dir(tmp_path).glob("*.json")) == ["old"]
