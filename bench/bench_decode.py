@@ -20,7 +20,7 @@ import numpy as np
 
 from rovertrain.decode import DecodeLimits, decode_to_file
 
-SECONDS, FPS, WIDTH, HEIGHT = 60, 30, 640, 480
+SECONDS, FPS, WIDTH, HEIGHT = 300, 30, 640, 480
 
 
 def make_video(path: Path, codec: str) -> None:

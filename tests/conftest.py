@@ -117,6 +117,25 @@ def synth_copy(synth_data: Path, tmp_path: Path) -> Path:
     return root
 
 
+def start_run(job: Path, hooks: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
+    """A `rovertrain run` in the background, its stdout a pipe the test reads."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
+    )  # fmt: skip
+
+
+def read_until(process: subprocess.Popen[bytes], kind: str) -> list[bytes]:
+    """Raw lines up to and including the first event of `kind`."""
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if json.loads(line)["kind"] == kind:
+            return lines
+    raise AssertionError(f"no {kind} event")
+
+
 def write_job(root: Path, **config: Any) -> Path:
     job = json.loads((root / "job.json").read_text())
     job["config"].update(config)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO, cli_env
 
-COMMANDS = ["run", "check-deps", "validate-job", "synth", "inspect", "models"]
+COMMANDS = ["run", "check-deps", "validate-job", "synth", "inspect", "models", "events", "report"]
 
 
 @pytest.mark.parametrize("args", [[], *([name] for name in COMMANDS)])

@@ -27,6 +27,14 @@ def test_default_synth_job_passes_the_imitation_gate(cli, tmp_path: Path) -> Non
     evaluation = complete["evaluation"]
     assert evaluation["status"] == "passed imitation gate", evaluation.get("gateReasons")
     assert complete["promote"] is True
+    # The synthetic world is realistic: 10-40% of windows carry a command, 1-5% a stop.
+    totals = {"none": 0, "command": 0, "stop": 0}
+    for event in result.of("dataset"):
+        for name, count in event["diagnostics"]["categories"].items():
+            totals[name] += count
+    windows = sum(totals.values())
+    assert 0.10 <= (totals["command"] + totals["stop"]) / windows <= 0.40
+    assert 0.01 <= totals["stop"] / windows <= 0.05
     assert complete["elapsedSeconds"] <= 600 + 20
 
 

@@ -13,28 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cli_env, parse_events, write_job
+from conftest import REPO, cli_env, parse_events, read_until, start_run, write_job
 from rovertrain.evidence import GrowingCsv
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
-
-
-def start(job: Path, hooks: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
-    )  # fmt: skip
-
-
-def read_until(process: subprocess.Popen, kind: str) -> list[bytes]:
-    lines = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if json.loads(line)["kind"] == kind:
-            return lines
-    raise AssertionError(f"no {kind} event")
 
 
 def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:
@@ -53,7 +36,7 @@ def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:
 def test_pause_resume_shifts_the_budget_and_evidence_is_written(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "maxJobSeconds": 14,
                                     "evalEverySteps": 10})  # fmt: skip
-    process = start(job)
+    process = start_run(job)
     lines = read_until(process, "progress")
     process.send_signal(signal.SIGTSTP)
     lines += read_until(process, "paused")
@@ -80,7 +63,7 @@ def test_pause_resume_shifts_the_budget_and_evidence_is_written(synth_copy: Path
 
 def test_max_paused_seconds_stops_gracefully(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "maxPausedSeconds": 2})
-    process = start(job)
+    process = start_run(job)
     lines = read_until(process, "progress")
     process.send_signal(signal.SIGTSTP)
     rest, _ = process.communicate(timeout=120)
@@ -91,7 +74,7 @@ def test_max_paused_seconds_stops_gracefully(synth_copy: Path) -> None:
 
 def test_events_follow_prints_each_event_once_in_order(synth_copy: Path, cli) -> None:
     job = write_job(synth_copy, **FAST)
-    process = start(job)
+    process = start_run(job)
     first = read_until(process, "started")
     job_id = json.loads(first[0])["jobId"]
     job_dir = synth_copy / "training" / "jobs" / job_id
@@ -166,3 +149,30 @@ def test_progress_view_can_be_forced_on(cli, synth_copy: Path) -> None:
     assert "sessions" in result.stderr and "training" in result.stderr and "loss" in result.stderr
     quiet = cli("run", "--job", str(write_job(synth_copy, **FAST)))
     assert "ex/s" not in quiet.stderr
+
+
+def child_states(pid: int) -> list[str]:
+    from reliability.invariants import children_of
+
+    states = []
+    for child in children_of(pid):
+        with open(f"/proc/{child}/stat") as stream:
+            states.append(stream.read().rsplit(")", 1)[1].split()[0])
+    return states
+
+
+def test_pause_during_decode_stops_the_decoder_children(synth_copy: Path) -> None:
+    job = write_job(synth_copy, **FAST)
+    process = start_run(job, hooks={"slowFrameSeconds": 0.02})
+    lines = read_until(process, "phase")
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTSTP)
+    lines += read_until(process, "paused")
+    time.sleep(0.5)
+    stopped = child_states(process.pid)
+    process.send_signal(signal.SIGCONT)
+    rest, _ = process.communicate(timeout=300)
+    events = parse_events(b"".join(lines) + rest)
+    # Every decoder child (and the resource tracker, which is asleep) is stopped or idle.
+    assert "T" in stopped and "R" not in stopped, stopped
+    assert events[-1]["kind"] == "complete" and "resumed" in [e["kind"] for e in events]

@@ -5,15 +5,13 @@ from __future__ import annotations
 import fcntl
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import cli_env, parse_events, write_job
+from conftest import parse_events, read_until, start_run, write_job
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
@@ -118,27 +116,10 @@ def test_decoder_crash_and_hang_skip_only_that_session(cli, synth_copy: Path) ->
     assert len(result.of("dataset")) == 3
 
 
-def _start(job: Path, hooks: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
-    )  # fmt: skip
-
-
-def _read_until(process: subprocess.Popen, kind: str) -> list[bytes]:
-    lines = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if json.loads(line)["kind"] == kind:
-            return lines
-    raise AssertionError(f"no {kind} event")
-
-
 def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "passesPerJob": 1000})
-    process = _start(job)
-    lines = _read_until(process, "progress")
+    process = start_run(job)
+    lines = read_until(process, "progress")
     process.send_signal(signal.SIGTERM)
     rest, _ = process.communicate(timeout=60)
     events = parse_events(b"".join(lines) + rest)
@@ -160,3 +141,15 @@ def test_max_job_seconds_is_kept_including_publication(cli, synth_copy: Path) ->
     assert result.last()["elapsedSeconds"] <= 12 + 2
     assert "Job time budget reached" in result.last()["publication"]["reason"]
     assert wall < 12 + 20  # process start-up and imports are outside the job's own clock
+
+
+def test_rerun_with_the_same_job_id_keeps_both_logs(cli, synth_copy: Path) -> None:
+    job = json.loads(write_job(synth_copy, **{**FAST, "maxStepsPerJob": 1}).read_text())
+    job["jobId"] = "nightly"
+    path = synth_copy / "job-named.json"
+    path.write_text(json.dumps(job))
+    first = cli("run", "--job", str(path))
+    second = cli("run", "--job", str(path))
+    job_dir = synth_copy / "training" / "jobs" / "nightly"
+    assert parse_events((job_dir / "events.1.ndjson").read_text()) == first.events
+    assert parse_events((job_dir / "events.ndjson").read_text()) == second.events

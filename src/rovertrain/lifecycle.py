@@ -91,24 +91,26 @@ class JobControl:
         """Honour a pause request here: emit `paused`, wait, emit `resumed`."""
         if not self.is_paused():
             return
-        self.paused_since = time.monotonic()
-        self.stream.emit("paused", phase=self.phase, elapsedSeconds=round(self.elapsed(), 3))
+        self.pause_began()
         while self.is_paused():
             time.sleep(0.05)
-        paused_for = time.monotonic() - self.paused_since
-        self.paused_total += paused_for
-        self.paused_since = None
-        self.stream.emit(
-            "resumed", phase=self.phase, pausedSeconds=round(paused_for, 3),
-            elapsedSeconds=round(self.elapsed(), 3),
-        )  # fmt: skip
+        self.pause_ended()
 
-    def decode_pause_started(self) -> None:
+    def poll_pause(self) -> bool:
+        """For loops that keep running while paused (the decoder pool stops its children)."""
+        paused = self.is_paused()
+        if paused:
+            self.pause_began()
+        else:
+            self.pause_ended()
+        return paused
+
+    def pause_began(self) -> None:
         if self.paused_since is None:
             self.paused_since = time.monotonic()
             self.stream.emit("paused", phase=self.phase, elapsedSeconds=round(self.elapsed(), 3))
 
-    def decode_pause_ended(self) -> None:
+    def pause_ended(self) -> None:
         if self.paused_since is not None:
             paused_for = time.monotonic() - self.paused_since
             self.paused_total += paused_for

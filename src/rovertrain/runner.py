@@ -65,6 +65,7 @@ def run_job(job: Job, stream: EventStream, progress: bool | None = None) -> int:
     control.install()
     try:
         job_dir = root / "training" / "jobs" / job_id
+        keep_previous_log(job_dir)
         stream.mirror_to(job_dir / "events.ndjson")
         from .evidence import EvidenceWriter
 
@@ -109,27 +110,15 @@ def _run_steps(
 
     # 3-4. Partition, decode, label and sample the sessions.
     control.enter("decode")
-    paused_flag = {"on": False}
-
-    def decode_paused() -> bool:
-        paused = control.is_paused()
-        if paused and not paused_flag["on"]:
-            control.decode_pause_started()
-        elif not paused and paused_flag["on"]:
-            control.decode_pause_ended()
-        paused_flag["on"] = paused
-        return paused
-
     def set_activity(text: str) -> None:
         control.activity = text
 
     order = processing_order(job.sessions, job.seed)
     dataset = build_dataset(
         DatasetRequest(root, order, state.schema, config, job.seed),
-        stream, control.should_stop, decode_paused, set_activity,
+        stream, control.should_stop, control.poll_pause, set_activity,
     )  # fmt: skip
-    if paused_flag["on"]:
-        control.decode_pause_ended()
+    control.pause_ended()
     pool, validation = dataset.pool, dataset.validation
     diagnostics: dict[str, Any] = {
         "dataset": dataset.rows,
@@ -371,6 +360,17 @@ def held_out_metrics(
     model.train()
     keys = ("precision", "recall", "f1", "stopRecall", "movementRecall", "numericMse", "windows")
     return {**{key: measured[key] for key in keys}, "heldOutLoss": total / max(1, count)}
+
+
+def keep_previous_log(job_dir: Path) -> None:
+    """A rerun under the same jobId starts a fresh log; the earlier one is kept beside it."""
+    log = job_dir / "events.ndjson"
+    if not log.exists():
+        return
+    number = 1
+    while (job_dir / f"events.{number}.ndjson").exists():
+        number += 1
+    log.rename(job_dir / f"events.{number}.ndjson")
 
 
 def limit_cpu(threads: int) -> None:
