@@ -110,6 +110,7 @@ def _run_steps(
 
     # 3-4. Partition, decode, label and sample the sessions.
     control.enter("decode")
+
     def set_activity(text: str) -> None:
         control.activity = text
 
