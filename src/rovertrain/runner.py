@@ -41,6 +41,23 @@ class TrainingState:
     weights: dict[str, Any] | None = None
     optimizer: dict[str, Any] | None = None
 
+    def to_saved(self, weights: dict[str, Any], optimizer: dict[str, Any]) -> dict[str, Any]:
+        """The resume file's content (camelCase keys, as the seed's)."""
+        return {
+            "weights": weights,
+            "optimizer": optimizer,
+            "schema": self.schema,
+            "steps": self.steps,
+            "examples": self.examples,
+            "lastPublished": self.last_published,
+            "trainedRovers": sorted(self.trained_rovers),
+            "controlProfiles": self.control_profiles,
+            "distinctWindows": self.distinct_windows,
+            "publishedWindows": self.published_windows,
+            "lastProbeSteps": self.last_probe_steps,
+            "learningProbe": self.learning_probe,
+        }
+
 
 def run_job(job: Job, stream: EventStream, progress: bool | None = None) -> int:
     job_id = (
@@ -95,7 +112,6 @@ def _run_steps(
 
     from .dataset import DatasetRequest, build_dataset
     from .learning import evaluate, loss_setup, probe
-    from .metrics import gate_reasons, publication_reasons
     from .partition import processing_order
     from .policy import Policy, parameter_count, specification
     from .publish import new_identity, publish_checkpoint
@@ -187,33 +203,7 @@ def _run_steps(
     control.enter("evaluate")
     evaluation_started = time.monotonic()
     state.distinct_windows.update(dataset.observed_windows)
-    held_rows = [row for row in dataset.rows if row["partition"] == "heldOut"]
-    unsupported_events = sum(row.get("unsupportedCommandEvents", 0) for row in held_rows)
-    unsupported_windows = sum(row.get("unsupportedWindows", 0) for row in held_rows)
-    evaluation: dict[str, Any] = {
-        "status": "No supported held-out windows"
-        if unsupported_events and not len(validation)
-        else "waiting for held-out sessions",
-        "windows": len(validation),
-        "unsupportedCommandEvents": unsupported_events,
-        "unsupportedWindows": unsupported_windows,
-    }
-    if len(validation) and not control.should_stop():
-        measured = evaluate(model, validation, dataset.schema, job.actionThreshold, frequencies,
-                            config.batchSize, control.should_stop)  # fmt: skip
-        reasons = gate_reasons(
-            measured, job.gate, len(validation), len(held_rows), unsupported_events
-        )
-        evaluation = {
-            **measured,
-            "status": "imitation gate not met" if reasons else "passed imitation gate",
-            "unsupportedCommandEvents": unsupported_events,
-            "unsupportedWindows": unsupported_windows,
-            "method": "Isolated held-out 100 ms events; no temporal latch or physical rollout",
-            "threshold": job.actionThreshold,
-            "heldOutSessions": len(held_rows),
-            "gateReasons": reasons,
-        }
+    evaluation = gate_evaluation(model, dataset, job, frequencies, control.should_stop)
     after = evaluate(model, audit_windows, dataset.schema, job.actionThreshold, frequencies,
                      config.batchSize)  # fmt: skip
     probe_seconds = 0.0
@@ -243,22 +233,11 @@ def _run_steps(
     )
 
     # 9. Publication rules.
-    unique_windows = sum(state.distinct_windows.values())
     stop_label = control.stop_label() or (
         "Job time budget reached" if result.stopped_by == "time budget" else None
     )
-    publication: dict[str, Any] = {
-        "distinctMinutes": unique_windows / MINUTE_WINDOWS,
-        "newMinutes": (unique_windows - state.published_windows) / MINUTE_WINDOWS,
-        "minimumMinutes": config.minimumDrivingMinutes,
-        "requiredNewMinutes": config.newDrivingMinutesPerModel,
-    }
-    blockers = publication_reasons(
-        publication["distinctMinutes"], publication["newMinutes"], steps - state.last_published,
-        evaluation["status"], stop_label, config,
-    )  # fmt: skip
-    publication["reason"] = "; ".join(blockers) or "Latest updated"
-    promote = not blockers
+    publication = publication_decision(state, steps, evaluation["status"], stop_label, config)
+    promote = not publication.pop("blockers")
     state.schema = dataset.schema
     state.trained_rovers |= dataset.trained_rovers
     for profile in dataset.control_profiles:
@@ -270,56 +249,25 @@ def _run_steps(
     save_started = time.monotonic()
     model_id, name = new_identity()
     weights = {key: value.contiguous() for key, value in model.state_dict().items()}
-    published = publish_checkpoint(
-        root, model_id, weights,
-        {
-            "id": model_id,
-            "name": name,
-            "createdAt": int(time.time() * 1000),
-            "jobId": job_id,
-            "seed": job.seed,
-            "trainingSteps": steps,
-            "examplesProcessed": examples,
-            "parameters": parameter_count(model),
-            "specification": specification(dataset.schema),
-            "trainedRovers": sorted(state.trained_rovers),
-            "controlProfiles": state.control_profiles,
-            "sourceSessions": dataset.accepted,
-            "trainingLoss": sum(result.losses) / len(result.losses),
-            "evaluation": evaluation["status"],
-            "validation": evaluation,
-            "distinctMinutes": publication["distinctMinutes"],
-            "promote": promote,
-            "publication": publication,
-            "dtype": "float32",
-            "torchVersion": str(torch.__version__),
-            "rovertrainVersion": __version__,
-            "config": config.to_json(),
-            "gate": job.gate.to_json(),
-        },
-    )  # fmt: skip
-    stream.emit("published", id=model_id, name=name, path=str(root / "training" / "checkpoints" / model_id),
-                promote=promote)  # fmt: skip
+    metadata = {
+        "id": model_id, "name": name, "createdAt": int(time.time() * 1000), "jobId": job_id,
+        "seed": job.seed, "trainingSteps": steps, "examplesProcessed": examples,
+        "parameters": parameter_count(model), "specification": specification(dataset.schema),
+        "trainedRovers": sorted(state.trained_rovers), "controlProfiles": state.control_profiles,
+        "sourceSessions": dataset.accepted, "trainingLoss": sum(result.losses) / len(result.losses),
+        "evaluation": evaluation["status"], "validation": evaluation,
+        "distinctMinutes": publication["distinctMinutes"], "promote": promote,
+        "publication": publication, "dtype": "float32", "torchVersion": str(torch.__version__),
+        "rovertrainVersion": __version__, "config": config.to_json(), "gate": job.gate.to_json(),
+    }  # fmt: skip
+    published = publish_checkpoint(root, model_id, weights, metadata)
+    checkpoint_path = root / "training" / "checkpoints" / model_id
+    stream.emit("published", id=model_id, name=name, path=str(checkpoint_path), promote=promote)
     if promote:
         state.last_published = steps
-        state.published_windows = unique_windows
-    save_resume(
-        root,
-        {
-            "weights": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "schema": state.schema,
-            "steps": steps,
-            "examples": examples,
-            "lastPublished": state.last_published,
-            "trainedRovers": sorted(state.trained_rovers),
-            "controlProfiles": state.control_profiles,
-            "distinctWindows": state.distinct_windows,
-            "publishedWindows": state.published_windows,
-            "lastProbeSteps": state.last_probe_steps,
-            "learningProbe": state.learning_probe,
-        },
-    )
+        state.published_windows = sum(state.distinct_windows.values())
+    state.steps, state.examples = steps, examples
+    save_resume(root, state.to_saved(model.state_dict(), optimizer.state_dict()))
     diagnostics.update(
         checkpointSeconds=round(time.monotonic() - save_started, 3),
         cpuSeconds=round(time.process_time() - cpu_started, 3),
@@ -387,6 +335,63 @@ def limit_cpu(threads: int) -> None:
     # Raises when already set in this process (several jobs in one interpreter).
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
+
+
+def gate_evaluation(
+    model: Any, dataset: Any, job: Job, frequencies: Any, should_stop: Any
+) -> dict[str, Any]:
+    """Held-out metrics and the imitation gate's verdict (the seed's `evaluation` object)."""
+    from .learning import evaluate
+    from .metrics import gate_reasons
+
+    validation = dataset.validation
+    held_rows = [row for row in dataset.rows if row["partition"] == "heldOut"]
+    unsupported = {
+        "unsupportedCommandEvents": sum(r.get("unsupportedCommandEvents", 0) for r in held_rows),
+        "unsupportedWindows": sum(r.get("unsupportedWindows", 0) for r in held_rows),
+    }
+    if not len(validation) or should_stop():
+        status = (
+            "No supported held-out windows"
+            if unsupported["unsupportedCommandEvents"] and not len(validation)
+            else "waiting for held-out sessions"
+        )
+        return {"status": status, "windows": len(validation), **unsupported}
+    measured = evaluate(model, validation, dataset.schema, job.actionThreshold, frequencies,
+                        job.config.batchSize, should_stop)  # fmt: skip
+    reasons = gate_reasons(measured, job.gate, len(validation), len(held_rows),
+                           unsupported["unsupportedCommandEvents"])  # fmt: skip
+    return {
+        **measured,
+        "status": "imitation gate not met" if reasons else "passed imitation gate",
+        **unsupported,
+        "method": "Isolated held-out 100 ms events; no temporal latch or physical rollout",
+        "threshold": job.actionThreshold,
+        "heldOutSessions": len(held_rows),
+        "gateReasons": reasons,
+    }
+
+
+def publication_decision(
+    state: TrainingState, steps: int, status: str, stop_label: str | None, config: Any
+) -> dict[str, Any]:
+    """The seed's publication figures and reason; `blockers` lists why not to promote."""
+    from .metrics import publication_reasons
+
+    unique_windows = sum(state.distinct_windows.values())
+    publication: dict[str, Any] = {
+        "distinctMinutes": unique_windows / MINUTE_WINDOWS,
+        "newMinutes": (unique_windows - state.published_windows) / MINUTE_WINDOWS,
+        "minimumMinutes": config.minimumDrivingMinutes,
+        "requiredNewMinutes": config.newDrivingMinutesPerModel,
+    }
+    blockers = publication_reasons(
+        publication["distinctMinutes"], publication["newMinutes"], steps - state.last_published,
+        status, stop_label, config,
+    )  # fmt: skip
+    publication["reason"] = "; ".join(blockers) or "Latest updated"
+    publication["blockers"] = blockers
+    return publication
 
 
 def training_state(saved: dict[str, Any] | None) -> TrainingState:
