@@ -163,3 +163,36 @@ def test_real_media_corpus(cli, tmp_path: Path) -> None:
             assert session_id in datasets, (row["file"], skipped.get(session_id))
         elif row["expect"] == "skip":
             assert session_id in skipped, row["file"]
+
+
+def test_frame_clock_repairs_repeated_and_backwards_times() -> None:
+    from rovertrain.decode import FrameClock
+
+    clock = FrameClock()
+    placed = [clock.place(t) for t in (0.0, 33.0, 33.0, 33.0, 20.0, 66.0, 66.0)]
+    assert placed[:2] == [0.0, 33.0] and placed[4] is None
+    assert 33.0 < placed[2] < placed[3] < 33.01 and placed[5] == 66.0 and placed[6] > 66.0
+    assert clock.duplicates == 3 and clock.backwards == 1
+
+
+def test_display_rotation_is_applied_like_ffmpeg_autorotate(tmp_path: Path) -> None:
+    # PyAV reports -90 for a display matrix that ffmpeg shows turned 90 degrees clockwise;
+    # frame_rotation maps that to 270 and the writer turns the picture clockwise.
+    image = np.zeros((48, 64, 3), dtype=np.uint8)
+    image[:, :32] = (255, 0, 0)  # left half red
+    frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+    with open(tmp_path / "out", "wb") as sink:
+        writer = TickWriter(sink, 270)
+        writer.add(frame, 0.0)
+        writer.finish()
+    picture = np.frombuffer((tmp_path / "out").read_bytes(), dtype=np.uint8).reshape(72, 96, 3)
+    assert picture[:30, :, 0].mean() > 200 and picture[42:, :, 0].mean() < 50  # now on top
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/media-corpus is not present")
+def test_rotation_metadata_of_a_real_file_is_read() -> None:
+    from rovertrain.decode import frame_rotation
+
+    with av.open(str(CORPUS / "h264_rotated_buck_bunny.mp4")) as container:
+        frame = next(container.decode(video=0))
+    assert frame_rotation(frame) == 270

@@ -176,3 +176,14 @@ def test_pause_during_decode_stops_the_decoder_children(synth_copy: Path) -> Non
     # Every decoder child (and the resource tracker, which is asleep) is stopped or idle.
     assert "T" in stopped and "R" not in stopped, stopped
     assert events[-1]["kind"] == "complete" and "resumed" in [e["kind"] for e in events]
+
+
+def test_decode_heartbeats_and_progress_show_each_active_session(cli, synth_copy: Path) -> None:
+    job = write_job(synth_copy, **{**FAST, "heartbeatSeconds": 1})
+    result = cli("run", "--job", str(job), "--progress", hooks={"slowFrameSeconds": 0.01})
+    assert result.code == 0
+    beats = [e for e in result.of("heartbeat") if e["phase"] == "decode" and e.get("decoding")]
+    assert beats, "no heartbeat named the sessions being decoded"
+    assert any(frames > 0 for beat in beats for frames in beat["decoding"].values())
+    assert "decoding drive-" in beats[-1]["activity"]
+    assert any(sid in result.stderr for sid in beats[-1]["decoding"])

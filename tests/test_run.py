@@ -114,6 +114,9 @@ def test_decoder_crash_and_hang_skip_only_that_session(cli, synth_copy: Path) ->
     skipped = {e["sessionId"]: e["code"] for e in result.of("skipped")}
     assert skipped == {crash: "decoder_crashed", hang: "decode_timeout"}
     assert len(result.of("dataset")) == 3
+    from reliability.invariants import orphan_decoders
+
+    assert not orphan_decoders()
 
 
 def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path) -> None:

@@ -44,3 +44,20 @@ def test_session_ids_hold_out_a_fifth_and_at_least_two() -> None:
     for count, held in ((4, 2), (12, 2), (20, 4), (3, 0)):
         ids = session_ids(count, 5)
         assert len(set(ids)) == count and sum(map(is_held_out, ids)) == held
+
+
+def test_synth_recordings_match_the_published_schemas(synth_data: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    from conftest import REPO
+
+    session_schema = Draft202012Validator(
+        json.loads((REPO / "schemas" / "session.schema.json").read_text())
+    )
+    command_schema = Draft202012Validator(
+        json.loads((REPO / "schemas" / "command.schema.json").read_text())
+    )
+    for folder in (synth_data / "recordings").iterdir():
+        session_schema.validate(json.loads((folder / "session.json").read_text()))
+        for line in (folder / "commands.ndjson").read_text().splitlines():
+            command_schema.validate(json.loads(line))

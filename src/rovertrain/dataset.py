@@ -133,7 +133,7 @@ def build_dataset(
     stream: EventStream,
     should_stop: Callable[[], bool],
     is_paused: Callable[[], bool] = lambda: False,
-    on_activity: Callable[[str], None] = lambda text: None,
+    on_activity: Callable[[dict[str, int]], None] = lambda decoding: None,
 ) -> Dataset:
     import time
 
@@ -194,9 +194,7 @@ def build_dataset(
         timeout_seconds=request.config.decodeTimeoutSeconds,
         should_stop=should_stop,
         is_paused=is_paused,
-        on_tick=lambda active: on_activity(
-            "decoding " + ", ".join(active) if active else "labelling"
-        ),
+        on_tick=on_activity,
     )
     results = pool.run(decode_requests)
     position = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -99,6 +100,29 @@ class TickWriter:
             self.pending = None
 
 
+class FrameClock:
+    """Repairs presentation times as frames arrive.
+
+    Browser recordings repeat timestamps: a repeated time is placed just after the previous
+    frame (the later frame is the newer picture). A time going backwards is dropped.
+    """
+
+    def __init__(self) -> None:
+        self.last = -math.inf
+        self.duplicates = 0
+        self.backwards = 0
+
+    def place(self, time_ms: float) -> float | None:
+        if time_ms < self.last - 0.01:
+            self.backwards += 1
+            return None
+        if time_ms <= self.last:
+            self.duplicates += 1
+            time_ms = self.last + 0.001
+        self.last = time_ms
+        return time_ms
+
+
 def frame_rotation(frame: Any) -> int:
     try:
         angle = float(frame.rotation or 0)
@@ -108,7 +132,12 @@ def frame_rotation(frame: Any) -> int:
 
 
 def decode_to_file(
-    path: Path, offset_ms: float, limits: DecodeLimits, sink: BinaryIO, hooks: dict[str, Any]
+    path: Path,
+    offset_ms: float,
+    limits: DecodeLimits,
+    sink: BinaryIO,
+    hooks: dict[str, Any],
+    report_frames: Callable[[int], None] = lambda frames: None,
 ) -> dict[str, Any]:
     """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
     started = time.monotonic()
@@ -149,7 +178,8 @@ def decode_to_file(
         context.thread_count = max(1, limits.threads)
         context.thread_type = "AUTO"
         # The policy sees 96 px frames; deblocking is invisible at that size.
-        context.options = {"skip_loop_filter": "all"}
+        # max_pixels: the decoder itself refuses to allocate frames beyond the limit.
+        context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
         stats.update(
             codec=context.name,
             width=width,
@@ -158,12 +188,16 @@ def decode_to_file(
             streams=len(container.streams),
         )
         writer: TickWriter | None = None
-        last_time = -math.inf
+        clock = FrameClock()
         first_time: float | None = None
+        reported = time.monotonic()
         try:
             frame: Any
             for frame in container.decode(stream):
                 stats["framesDecoded"] += 1
+                if time.monotonic() - reported >= 0.5:
+                    report_frames(stats["framesDecoded"])
+                    reported = time.monotonic()
                 if slow:
                     time.sleep(slow)
                 if frame.is_corrupt:
@@ -172,29 +206,31 @@ def decode_to_file(
                 seconds = frame.time
                 if seconds is None:
                     continue
-                time_ms = seconds * 1000.0 + offset_ms
+                placed = clock.place(seconds * 1000.0 + offset_ms)
+                if placed is None:
+                    continue
+                time_ms = placed
                 if first_time is None:
                     first_time = time_ms
                 if time_ms - first_time > limits.max_seconds * 1000:
                     raise SkipSession("too_large", "video runs past the duration limit")
-                if time_ms == last_time:
-                    stats["duplicateTimestamps"] += 1
-                    time_ms = last_time + 0.001  # the later frame is the newer one
-                elif time_ms < last_time:
-                    stats["backwardsTimestamps"] += 1
-                    continue
                 if writer is None:
+                    if frame.width * frame.height > limits.max_pixels:
+                        raise SkipSession(
+                            "too_large", f"frames are {frame.width}x{frame.height}, too many pixels"
+                        )
                     rotation = frame_rotation(frame)
                     stats["rotation"] = rotation
                     writer = TickWriter(sink, rotation)
                 writer.add(frame, time_ms)
-                last_time = time_ms
         except SkipSession:
             raise
         except (av.error.FFmpegError, ValueError, OSError, EOFError) as error:
             # Damaged files: keep the prefix that decoded.
             stats["decodeErrors"] += 1
             stats["decodeErrorMessage"] = str(error)[:300]
+        stats["duplicateTimestamps"] = clock.duplicates
+        stats["backwardsTimestamps"] = clock.backwards
         if writer is None:
             if stats["decodeErrors"]:
                 raise SkipSession(

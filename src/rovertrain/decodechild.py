@@ -48,6 +48,7 @@ def main(request: dict[str, Any], conn: Any) -> None:
                 DecodeLimits(**request["limits"]),
                 sink,
                 hooks,
+                lambda frames: conn.send(("frames", frames)),
             )
         os.replace(temporary, frames_path)
         from .cache import CacheEntry, write_meta

@@ -26,6 +26,7 @@ class _Child:
     started: float
     paused_seconds: float = 0.0
     outcome: Outcome | None = None
+    frames: int = 0
 
 
 @dataclass
@@ -34,7 +35,7 @@ class DecoderPool:
     timeout_seconds: float
     should_stop: Callable[[], bool]
     is_paused: Callable[[], bool] = lambda: False
-    on_tick: Callable[[list[str]], None] = lambda active: None
+    on_tick: Callable[[dict[str, int]], None] = lambda active: None
     active: dict[int, _Child] = field(default_factory=dict)
 
     def run(self, requests: list[dict[str, Any]]) -> Iterator[tuple[str, Outcome]]:
@@ -52,7 +53,7 @@ class DecoderPool:
                     request["limits"]["threads"] = share
                     self._start(context, request)
                 yield from self._collect()
-                self.on_tick([child.session_id for child in self.active.values()])
+                self.on_tick({child.session_id: child.frames for child in self.active.values()})
         finally:
             self.stop_all()
 
@@ -79,11 +80,8 @@ class DecoderPool:
         ready = set(wait(handles, timeout=0.2))
         now = time.monotonic()
         for sentinel, child in list(self.active.items()):
-            if child.conn in ready and child.outcome is None:
-                try:
-                    child.outcome = child.conn.recv()
-                except (EOFError, OSError):
-                    child.outcome = None
+            if child.conn in ready or sentinel in ready:
+                self._drain(child)
             if sentinel in ready or (child.outcome is not None and not child.process.is_alive()):
                 child.process.join(timeout=5)
                 outcome = child.outcome or self._crash_outcome(child.process.exitcode)
@@ -100,6 +98,19 @@ class DecoderPool:
                         f"decoding took longer than {self.timeout_seconds:g} s and was stopped",
                     ),
                 )
+
+    @staticmethod
+    def _drain(child: _Child) -> None:
+        """Read progress reports and, once sent, the outcome; never block."""
+        try:
+            while child.outcome is None and child.conn.poll():
+                message = child.conn.recv()
+                if message[0] == "frames":
+                    child.frames = int(message[1])
+                else:
+                    child.outcome = message
+        except (EOFError, OSError):
+            pass
 
     @staticmethod
     def _crash_outcome(exitcode: int | None) -> Outcome:

@@ -42,6 +42,7 @@ class JobControl:
         self.paused_total = 0.0
         self.phase = "start"
         self.activity = ""
+        self.details: dict[str, Any] = {}
         self.finished = threading.Event()
         self.on_force_exit: list[Callable[[], None]] = []
         self._previous: dict[int, Any] = {}
@@ -194,6 +195,7 @@ class JobControl:
     def enter(self, phase: str) -> None:
         self.phase = phase
         self.activity = ""
+        self.details = {}
         self.stream.emit("phase", phase=phase, elapsedSeconds=round(self.elapsed(), 3))
 
     def _heartbeat(self) -> None:
@@ -206,6 +208,7 @@ class JobControl:
                 self.stream.emit(
                     "heartbeat", phase=self.phase, elapsedSeconds=round(self.elapsed(), 3),
                     activity=self.activity, paused=self.paused_since is not None,
+                    **self.details,
                 )  # fmt: skip
         finally:
             self.stream.release()

@@ -24,7 +24,20 @@ class ProgressView:
         self.sessions = self.progress.add_task("sessions", total=max(1, sessions), detail="")
         self.budget = self.progress.add_task("budget s", total=max_seconds, detail="")
         self.training: Any = None
+        self.decoders: dict[str, Any] = {}
         self.progress.start()
+
+    def show_decoding(self, decoding: dict[str, int]) -> None:
+        """A bar per session being decoded, counting its frames."""
+        for session_id in list(self.decoders):
+            if session_id not in decoding:
+                self.progress.remove_task(self.decoders.pop(session_id))
+        for session_id, frames in decoding.items():
+            if session_id not in self.decoders:
+                self.decoders[session_id] = self.progress.add_task(
+                    f"  {session_id}", total=None, detail="frames"
+                )
+            self.progress.update(self.decoders[session_id], completed=frames)
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
@@ -44,5 +57,7 @@ class ProgressView:
         if "elapsedSeconds" in event:
             self.progress.update(self.budget, completed=event["elapsedSeconds"],
                                  detail=event.get("phase", ""))  # fmt: skip
+        if kind == "phase" and event["phase"] != "decode":
+            self.show_decoding({})
         if kind in ("complete", "error"):
             self.progress.stop()

@@ -127,13 +127,17 @@ def _run_steps(
     # 3-4. Partition, decode, label and sample the sessions.
     control.enter("decode")
 
-    def set_activity(text: str) -> None:
-        control.activity = text
+    def show_decoding(decoding: dict[str, int]) -> None:
+        control.activity = ", ".join(f"decoding {sid}: {n} frames" for sid, n in decoding.items())
+        control.details = {"decoding": decoding}
+        for listener in stream.listeners:
+            if hasattr(listener, "show_decoding"):
+                listener.show_decoding(decoding)
 
     order = processing_order(job.sessions, job.seed)
     dataset = build_dataset(
         DatasetRequest(root, order, state.schema, config, job.seed),
-        stream, control.should_stop, control.poll_pause, set_activity,
+        stream, control.should_stop, control.poll_pause, show_decoding,
     )  # fmt: skip
     control.pause_ended()
     pool, validation = dataset.pool, dataset.validation

@@ -25,11 +25,15 @@ FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamp
 
 
 class Job:
+    """A `rovertrain run` whose HOME is an empty folder: a job writes nothing outside its root."""
+
     def __init__(self, job: Path, hooks: dict | None = None, preexec=None):
+        self.home = job.parent.parent / f"home-{time.monotonic_ns()}"
+        self.home.mkdir()
+        env = {**cli_env(hooks), "HOME": str(self.home)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(hooks),
-            preexec_fn=preexec,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec,
         )  # fmt: skip
         self.lines: list[bytes] = []
 
@@ -48,6 +52,7 @@ class Job:
         rest, errors = self.process.communicate(timeout=timeout)
         events = check_stream(b"".join(self.lines) + rest)
         check_no_orphans(self.process.pid)
+        assert not list(self.home.iterdir()), "the job wrote files outside its root"
         return self.process.returncode, events, errors.decode()
 
 
