@@ -55,18 +55,24 @@ class Recording:
     started_at: Any = None
 
 
+def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        raise missing from None
+    except OSError as error:
+        raise SkipSession(
+            "invalid_recording", f"cannot read {path.name}: {error.strerror}"
+        ) from None
+
+
 def session_directory(root: Path, session_id: str) -> Path:
     """The session folder, refusing ids and folders that could lead outside the root."""
     if not valid_identifier(session_id):
         raise SkipSession("unsafe_path", f"session id {session_id!r} is not a safe folder name")
     recordings = root / "recordings"
     directory = recordings / session_id
-    try:
-        info = os.lstat(directory)
-    except FileNotFoundError:
-        raise SkipSession("missing_recording", f"no folder recordings/{session_id}") from None
-    except OSError as error:
-        raise SkipSession("unreadable_recording", f"cannot read folder: {error.strerror}") from None
+    info = _lstat(directory, SkipSession("missing_recording", f"no folder recordings/{session_id}"))
     if stat.S_ISLNK(info.st_mode):
         raise SkipSession("unsafe_path", "the session folder is a symbolic link")
     if not stat.S_ISDIR(info.st_mode):
@@ -81,12 +87,7 @@ def regular_file(directory: Path, name: Any, what: str) -> Path:
     if not isinstance(name, str) or not FILE_NAME.match(name) or name in {".", ".."}:
         raise SkipSession("unsafe_path", f"{what} file name {name!r} is not a plain file name")
     path = directory / name
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise SkipSession("invalid_recording", f"{what} file {name} is missing") from None
-    except OSError as error:
-        raise SkipSession("invalid_recording", f"cannot read {name}: {error.strerror}") from None
+    info = _lstat(path, SkipSession("invalid_recording", f"{what} file {name} is missing"))
     if stat.S_ISLNK(info.st_mode):
         raise SkipSession("unsafe_path", f"{what} file {name} is a symbolic link")
     if not stat.S_ISREG(info.st_mode):
