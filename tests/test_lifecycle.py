@@ -178,12 +178,52 @@ def test_pause_during_decode_stops_the_decoder_children(synth_copy: Path) -> Non
     assert events[-1]["kind"] == "complete" and "resumed" in [e["kind"] for e in events]
 
 
-def test_decode_heartbeats_and_progress_show_each_active_session(cli, synth_copy: Path) -> None:
+def run_on_a_terminal(job: Path, hooks: dict) -> tuple[list[dict], str]:
+    """Run with stderr on a pseudo-terminal, as a person would see it; stdout stays a pipe."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rovertrain", "run", "--job", str(job)],
+        stdout=subprocess.PIPE, stderr=slave, env={**cli_env(hooks), "TERM": "xterm"},
+    )  # fmt: skip
+    os.close(slave)
+    screen = bytearray()
+
+    def read_terminal() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            screen.extend(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    stdout, _ = process.communicate(timeout=300)
+    reader.join(timeout=10)
+    os.close(master)
+    assert process.returncode == 0
+    return parse_events(stdout), screen.decode(errors="replace")
+
+
+def test_decode_heartbeats_and_progress_show_each_active_session(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "heartbeatSeconds": 1})
-    result = cli("run", "--job", str(job), "--progress", hooks={"slowFrameSeconds": 0.01})
-    assert result.code == 0
-    beats = [e for e in result.of("heartbeat") if e["phase"] == "decode" and e.get("decoding")]
+    events, screen = run_on_a_terminal(job, {"slowFrameSeconds": 0.01})
+    beats = [e for e in events if e["kind"] == "heartbeat" and e["phase"] == "decode"]
+    beats = [beat for beat in beats if beat.get("decoding")]
     assert beats, "no heartbeat named the sessions being decoded"
     assert any(frames > 0 for beat in beats for frames in beat["decoding"].values())
     assert "decoding drive-" in beats[-1]["activity"]
-    assert any(sid in result.stderr for sid in beats[-1]["decoding"])
+    # On a terminal the live view has a bar per session being decoded, then the training line.
+    decoded = [sid for beat in beats for sid in beat["decoding"]]
+    assert any(f"  {sid}" in screen for sid in decoded), screen[-2000:]
+    assert "training" in screen and "ex/s" in screen

@@ -103,8 +103,8 @@ class TickWriter:
 class FrameClock:
     """Repairs presentation times as frames arrive.
 
-    Browser recordings repeat timestamps: a repeated time is placed just after the previous
-    frame (the later frame is the newer picture). A time going backwards is dropped.
+    Browser recordings repeat timestamps: a repeated time stays as it is and the writer keeps
+    the later frame for it (the newer picture). A time going backwards is dropped.
     """
 
     def __init__(self) -> None:
@@ -117,8 +117,8 @@ class FrameClock:
             self.backwards += 1
             return None
         if time_ms <= self.last:
-            self.duplicates += 1
-            time_ms = self.last + 0.001
+            self.duplicates += 1  # same time: the writer keeps this newer picture for it
+            return self.last
         self.last = time_ms
         return time_ms
 
