@@ -316,7 +316,7 @@ def default_job(root: Path, sessions: list[str], seed: int) -> dict[str, Any]:
             "maxSamples": 12000,
             "minimumSamples": 256,
             "batchSize": 64,
-            "passesPerJob": 30,
+            "passesPerJob": 20,
             "maxStepsPerJob": 100000,
             "checkpointEverySteps": 200,
             "minimumDrivingMinutes": 2,
