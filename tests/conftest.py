@@ -136,6 +136,17 @@ def read_until(process: subprocess.Popen[bytes], kind: str) -> list[bytes]:
     raise AssertionError(f"no {kind} event")
 
 
+def signal_after_progress(
+    job: Path, number: int, timeout: float
+) -> tuple[int, list[dict[str, Any]]]:
+    """Start a run, send `number` once training reports progress, return (exit code, events)."""
+    process = start_run(job)
+    lines = read_until(process, "progress")
+    process.send_signal(number)
+    rest, _ = process.communicate(timeout=timeout)
+    return process.returncode, parse_events(b"".join(lines) + rest)
+
+
 def write_job(root: Path, **config: Any) -> Path:
     job = json.loads((root / "job.json").read_text())
     job["config"].update(config)

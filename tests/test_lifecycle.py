@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cli_env, parse_events, read_until, start_run, write_job
+from conftest import (
+    REPO,
+    cli_env,
+    parse_events,
+    read_until,
+    signal_after_progress,
+    start_run,
+    write_job,
+)
 from rovertrain.evidence import GrowingCsv
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
@@ -63,12 +71,8 @@ def test_pause_resume_shifts_the_budget_and_evidence_is_written(synth_copy: Path
 
 def test_max_paused_seconds_stops_gracefully(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "maxPausedSeconds": 2})
-    process = start_run(job)
-    lines = read_until(process, "progress")
-    process.send_signal(signal.SIGTSTP)
-    rest, _ = process.communicate(timeout=120)
-    events = parse_events(b"".join(lines) + rest)
-    assert process.returncode == 0 and events[-1]["kind"] == "complete"
+    returncode, events = signal_after_progress(job, signal.SIGTSTP, timeout=120)
+    assert returncode == 0 and events[-1]["kind"] == "complete"
     assert "Paused longer than maxPausedSeconds" in events[-1]["publication"]["reason"]
 
 

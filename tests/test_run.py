@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import parse_events, read_until, start_run, write_job
+from conftest import parse_events, signal_after_progress, write_job
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
@@ -121,12 +121,8 @@ def test_decoder_crash_and_hang_skip_only_that_session(cli, synth_copy: Path) ->
 
 def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000, "passesPerJob": 1000})
-    process = start_run(job)
-    lines = read_until(process, "progress")
-    process.send_signal(signal.SIGTERM)
-    rest, _ = process.communicate(timeout=60)
-    events = parse_events(b"".join(lines) + rest)
-    assert process.returncode == 0
+    returncode, events = signal_after_progress(job, signal.SIGTERM, timeout=60)
+    assert returncode == 0
     complete = events[-1]
     assert complete["kind"] == "complete" and complete["trained"]
     assert "Stopped by SIGTERM" in complete["publication"]["reason"]

@@ -7,7 +7,6 @@ same partition, samples and schema.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,8 +221,7 @@ def build_dataset(
             per_session, train_builder, held_builder, stream,
         )  # fmt: skip
         position += 1
-    with contextlib.suppress(StopIteration):
-        results.close()  # type: ignore[attr-defined]
+    results.close()  # stops any decoder still running (the pool's finally)
     dataset.pool = train_builder.build()
     dataset.validation = held_builder.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
@@ -38,7 +38,7 @@ class DecoderPool:
     on_tick: Callable[[dict[str, int]], None] = lambda active: None
     active: dict[int, _Child] = field(default_factory=dict)
 
-    def run(self, requests: list[dict[str, Any]]) -> Iterator[tuple[str, Outcome]]:
+    def run(self, requests: list[dict[str, Any]]) -> Generator[tuple[str, Outcome], None, None]:
         """Yield (sessionId, outcome) as children finish. Stops early when asked to."""
         context = multiprocessing.get_context("spawn")
         pending = list(requests)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -67,8 +68,15 @@ class Policy(nn.Module):
 
 
 def parameter_count(model: nn.Module | None = None) -> int:
-    model = model or Policy()
+    if model is None:
+        return _policy_parameters()
     return sum(parameter.numel() for parameter in model.parameters())
+
+
+@functools.cache
+def _policy_parameters() -> int:
+    """Counted once: building a Policy just to count it is not free."""
+    return sum(parameter.numel() for parameter in Policy().parameters())
 
 
 def specification(schema: Schema) -> dict[str, Any]:
