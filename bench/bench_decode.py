@@ -18,7 +18,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from rovertrain.decode import DecodeLimits, decode_to_file
+from rovertrain.data.decode import DecodeLimits, decode_to_file
 
 SECONDS, FPS, WIDTH, HEIGHT = 300, 30, 640, 480
 

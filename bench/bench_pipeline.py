@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from media import add_session, encode_video
-from rovertrain.commandschema import initial_schema
-from rovertrain.dataset import DatasetRequest, build_dataset
-from rovertrain.events import EventStream
-from rovertrain.jobconfig import parse_job
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.data.dataset import DatasetRequest, build_dataset
+from rovertrain.job.config import parse_job
+from rovertrain.protocol.events import EventStream
 
 
 def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
@@ -37,7 +37,7 @@ def child_peak_rss(video: Path) -> float:
     program = (
         "import io, resource, sys\n"
         "from pathlib import Path\n"
-        "from rovertrain.decode import DecodeLimits, decode_to_file\n"
+        "from rovertrain.data.decode import DecodeLimits, decode_to_file\n"
         "limits = DecodeLimits(1 << 40, 1 << 30, 1e9, 1)\n"
         "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'), {})\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"

@@ -11,12 +11,12 @@ import time
 import numpy as np
 import torch
 
-from rovertrain.commandschema import SLOTS, VALUES, initial_schema
-from rovertrain.dataset import WindowSet
-from rovertrain.jobconfig import parse_job
-from rovertrain.learning import augment, batch_tensors, loss_setup, losses
-from rovertrain.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
-from rovertrain.policy import Policy
+from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.data.dataset import WindowSet
+from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.job.config import parse_job
+from rovertrain.learn.learning import augment, batch_tensors, loss_setup, losses
+from rovertrain.learn.policy import Policy
 
 THREADS, BATCH, STEPS, WINDOWS = 2, 64, 60, 4096
 

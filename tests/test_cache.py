@@ -4,7 +4,7 @@ import os
 import time
 from pathlib import Path
 
-from rovertrain.cache import cache_dir, evict
+from rovertrain.data.cache import cache_dir, evict
 
 
 def make_entry(root: Path, name: str, size: int, used: float) -> None:

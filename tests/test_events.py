@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from conftest import parse_events
-from rovertrain.events import ContractViolation, EventStream, non_finite_path
+from rovertrain.protocol.events import ContractViolation, EventStream, non_finite_path
 
 
 def read_all(fd: int) -> bytes:
@@ -81,7 +81,7 @@ def test_junk_written_to_fd1_and_sys_stdout_never_reaches_the_stream() -> None:
     program = textwrap.dedent(
         """
         import os, sys
-        from rovertrain.events import EventStream, claim_stdout
+        from rovertrain.protocol.events import EventStream, claim_stdout
         stream = EventStream(claim_stdout(), strict=True)
         print("stray print")
         os.write(1, b"native library noise\\n")

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rovertrain.errors import InvalidJob
-from rovertrain.jobconfig import CONFIG_FIELDS, load_job_text, parse_job
-from rovertrain.jobschema import job_schema
+from rovertrain.job.config import CONFIG_FIELDS, load_job_text, parse_job
+from rovertrain.job.schema import job_schema
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = {"root": "/data", "sessions": ["a", "b-1"], "actionThreshold": 0.5, "config": {}}

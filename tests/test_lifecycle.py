@@ -22,7 +22,7 @@ from conftest import (
     start_run,
     write_job,
 )
-from rovertrain.evidence import GrowingCsv
+from rovertrain.protocol.evidence import GrowingCsv
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip

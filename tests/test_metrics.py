@@ -5,9 +5,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rovertrain.commandschema import initial_schema
-from rovertrain.jobconfig import load_job_text
-from rovertrain.metrics import event_metrics, frequency_baselines, gate_reasons, publication_reasons
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.job.config import load_job_text
+from rovertrain.learn.metrics import (
+    event_metrics,
+    frequency_baselines,
+    gate_reasons,
+    publication_reasons,
+)
 
 JOB = load_job_text('{"root": "/x", "sessions": []}')
 GATE, CONFIG = JOB.gate, JOB.config

@@ -6,8 +6,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.partition import is_held_out, processing_order
-from rovertrain.sampling import (
+from rovertrain.data.partition import is_held_out, processing_order
+from rovertrain.data.sampling import (
     category_capacity,
     per_session_capacity,
     reservoir,

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rovertrain.partition import is_held_out
-from rovertrain.synth import session_ids
+from rovertrain.data.partition import is_held_out
+from rovertrain.sim.synth import session_ids
 
 
 def decoded(path: Path) -> list:

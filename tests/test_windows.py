@@ -4,9 +4,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.commandschema import SLOTS, extended, initial_schema
-from rovertrain.recording import Command
-from rovertrain.windows import (
+from rovertrain.data.command_schema import SLOTS, extended, initial_schema
+from rovertrain.data.recording import Command
+from rovertrain.data.windows import (
     CATEGORY_COMMAND,
     CATEGORY_NONE,
     CATEGORY_STOP,

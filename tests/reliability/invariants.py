@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import parse_events
-from rovertrain.catalogue import verify_checkpoint
-from rovertrain.resume import load_resume, resume_path
+from rovertrain.store.catalogue import verify_checkpoint
+from rovertrain.store.resume import load_resume, resume_path
 
 
 def check_stream(stdout: bytes, run: bool = True) -> list[dict[str, Any]]:

@@ -134,6 +134,6 @@ def test_interrupted_jobs_lose_no_steps(synth_copy: Path) -> None:
         done = events[-1]["steps"] - total
         assert done >= 10
         total = events[-1]["steps"]
-    from rovertrain.resume import load_resume
+    from rovertrain.store.resume import load_resume
 
     assert load_resume(synth_copy)["steps"] == total

@@ -1,0 +1,51 @@
+"""`rovertrain inspect`: decode and window recordings without training."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rovertrain.errors import RovertrainError
+from rovertrain.exitcodes import ExitCode
+from rovertrain.job.config import parse_job, valid_identifier
+from rovertrain.protocol.events import EventStream
+
+
+def inspect_root(
+    root_text: str, session_ids: tuple[str, ...], threads: int, stream: EventStream
+) -> int:
+    from rovertrain.cli.console import console_line
+    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.data.dataset import DatasetRequest, build_dataset
+    from rovertrain.data.partition import processing_order
+
+    root = Path(root_text).resolve()
+    recordings = root / "recordings"
+    if not recordings.is_dir():
+        raise RovertrainError("root_unavailable", f"{root} has no recordings/ folder.")
+    sessions = list(session_ids) or sorted(
+        path.name for path in recordings.iterdir() if valid_identifier(path.name)
+    )
+    job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
+    request = DatasetRequest(
+        root, processing_order(job.sessions, 0), initial_schema(), replace(job.config), 0,
+        keep_windows=False,
+    )  # fmt: skip
+    dataset = build_dataset(request, stream, lambda: False)
+    stream.emit(
+        "inspected", sessions=len(dataset.accepted), skipped=len(dataset.rejected),
+        schema=dataset.schema, decodeSeconds=dataset.decode_seconds,
+    )  # fmt: skip
+    console_line(f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
+                 f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}")  # fmt: skip
+    for row in dataset.rows:
+        categories = row["categories"]
+        console_line(
+            f"{row['sessionId']:<28} {row['partition']:<9} {row['windows']:>8} "
+            f"{row['usableWindows']:>7} {categories['command']:>8} {categories['stop']:>5} "
+            f"{row.get('codec', '?'):<6} {row.get('decodeSeconds', 0):>8.2f}"
+            + ("  (cached)" if row.get("cached") else "")
+        )
+    for session_id, reason in dataset.rejected.items():
+        console_line(f"{session_id:<28} skipped: {reason}")
+    return ExitCode.COMPLETED

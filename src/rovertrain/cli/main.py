@@ -1,0 +1,205 @@
+"""Command line: thin click wrappers. Heavy modules are imported inside commands so that
+`--help` stays instant and never imports torch, av or numpy."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rovertrain import __version__
+from rovertrain.errors import RovertrainError
+from rovertrain.exitcodes import ExitCode, exit_code_for_error
+
+if TYPE_CHECKING:
+    from rovertrain.protocol.events import EventStream
+
+
+def _run_with_events(body: Callable[[EventStream], int]) -> None:
+    """Claim stdout for events, run `body`, and turn any failure into one `error` event.
+
+    This is the one place where a command's outcome becomes its exit code.
+    """
+    from rovertrain.protocol.events import EventStream, claim_stdout
+
+    stream = EventStream(claim_stdout())
+    code: int
+    try:
+        code = body(stream)
+    except RovertrainError as error:
+        code = _emit_error(stream, error.event_fields(), exit_code_for_error(error.code))
+    except KeyboardInterrupt:
+        code = _emit_error(
+            stream, {"code": "interrupted", "message": "Interrupted."}, ExitCode.FAILED
+        )
+    except Exception as error:
+        code = _emit_error(
+            stream,
+            {
+                "code": "internal",
+                "message": f"rovertrain failed unexpectedly: {type(error).__name__}: {error}",
+                "detail": traceback.format_exc(),
+            },
+            ExitCode.FAILED,
+        )
+    finally:
+        stream.close()
+    if stream.reader_gone:
+        code = ExitCode.SUPERVISOR_GONE
+    sys.exit(int(code))
+
+
+def _emit_error(stream: EventStream, fields: dict[str, Any], code: ExitCode) -> int:
+    if not stream.terminal_written:
+        stream.emit("error", **fields)
+    from rovertrain.cli.console import console_line
+
+    console_line(f"error: {fields['message']}")
+    return code
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rovertrain")
+def cli() -> None:
+    """Turn recorded rover drives into a driving policy.
+
+    Every command writes NDJSON events (one JSON object per line) to stdout and human text to
+    stderr. Exit codes: 0 done, 1 failed, 2 invalid invocation or job, 75 data root locked,
+    141 stdout closed by the reader.
+    """
+
+
+@cli.command()
+@click.option("--job", "job_path", required=True, help="Job file (JSON), or - for stdin.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal).",
+)
+def run(job_path: str, progress: bool | None) -> None:
+    """Run one finite training job."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.job.config import load_job_file
+        from rovertrain.job.run import run_job
+
+        job = load_job_file(job_path)
+        return run_job(job, stream, progress=progress)
+
+    _run_with_events(body)
+
+
+@cli.command("check-deps")
+def check_deps() -> None:
+    """Prove the installation works: versions, policy, a PyAV encode/decode self-test."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.checkdeps import check_dependencies
+
+        stream.emit("dependencies", **check_dependencies())
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@cli.command("validate-job")
+@click.argument("job_path", metavar="FILE")
+def validate_job(job_path: str) -> None:
+    """Check a job file without running it (schema, root, sessions)."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.job.config import load_job_file
+        from rovertrain.job.preflight import validate_job_on_disk
+
+        job = load_job_file(job_path)
+        stream.emit("validated", **validate_job_on_disk(job))
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.option("--out", "out", required=True, type=click.Path(), help="Data root to create.")
+@click.option("--sessions", default=12, show_default=True, type=click.IntRange(1, 500))
+@click.option("--minutes", default=2.0, show_default=True, type=click.FloatRange(0.05, 120))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--shuffle-commands", is_flag=True, help="Scramble command times (unlearnable).")
+def synth(out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool) -> None:
+    """Write synthetic driving recordings and a ready job file."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.sim.synth import write_dataset
+
+        stream.emit(
+            "synthesized",
+            **write_dataset(out, sessions, minutes, seed, shuffle_commands=shuffle_commands),
+        )
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("root", type=click.Path())
+@click.argument("session_ids", nargs=-1, metavar="[SESSION]...")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64))
+def inspect(root: str, session_ids: tuple[str, ...], threads: int) -> None:
+    """Decode and window recordings without training."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.inspect import inspect_root
+
+        return inspect_root(root, session_ids, threads, stream)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("root", type=click.Path())
+def models(root: str) -> None:
+    """List published checkpoints, verifying every file."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.store.catalogue import list_models
+
+        return list_models(root, stream)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("job_dir", metavar="JOBDIR", type=click.Path())
+@click.option("--follow", "-f", is_flag=True, help="Keep following until the terminal event.")
+@click.option("--raw/--human", default=None, help="NDJSON (default when piped) or text.")
+def events(job_dir: str, follow: bool, raw: bool | None) -> None:
+    """Print a job's events from the first one (root/training/jobs/<jobId>)."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.protocol.eventlog import replay
+
+        assert stream.fd is not None
+        return replay(job_dir, follow, raw, stream.fd)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("job_dir", metavar="JOBDIR", type=click.Path())
+@click.option("--out", "out", type=click.Path(), help="PNG path (default JOBDIR/report.png).")
+def report(job_dir: str, out: str | None) -> None:
+    """Draw a job's dashboard: losses, held-out metrics against the gate, data set."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.report import write_report
+
+        stream.emit("report", **write_report(job_dir, out))
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+def main() -> None:
+    cli(prog_name="rovertrain")

@@ -1,0 +1,95 @@
+"""`rovertrain report`: a dashboard picture of one job, from its event log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rovertrain.cli.console import console_line
+from rovertrain.cli.summary import summarise
+from rovertrain.errors import RovertrainError
+
+WIDTH_IN, HEIGHT_IN, DPI = 14, 9, 100
+
+
+def load_events(job_dir: Path) -> list[dict[str, Any]]:
+    path = job_dir / "events.ndjson"
+    if not path.exists():
+        raise RovertrainError("not_found", f"No event log at {path}.")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
+    try:
+        import matplotlib
+    except ImportError:
+        raise RovertrainError(
+            "missing_dependency", "The report needs matplotlib: pip install 'rovertrain[report]'."
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    job_dir = Path(job_dir_text)
+    events = load_events(job_dir)
+    progress = [e for e in events if e["kind"] == "progress"]
+    evaluations = [e for e in events if e["kind"] == "evaluation"]
+    datasets = [e for e in events if e["kind"] == "dataset"]
+    skipped = [e for e in events if e["kind"] == "skipped"]
+    started = next((e for e in events if e["kind"] == "started"), {})
+    gate = started.get("gate", {})
+    last = events[-1] if events else {}
+    if last.get("kind") == "complete" and "f1" in (last.get("evaluation") or {}):
+        evaluations = [*evaluations, {"steps": last["steps"], "metrics": last["evaluation"]}]
+
+    figure, axes = plt.subplots(2, 2, figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    ax = axes[0][0]
+    steps = [e["steps"] for e in progress]
+    ax.plot(steps, [e["loss"] for e in progress], label="total")
+    ax.plot(steps, [e["losses"]["events"] for e in progress], label="events")
+    ax.plot(steps, [e["losses"]["commandValues"] for e in progress], label="command values")
+    ax.set(title="Training loss", xlabel="step")
+    ax.legend()
+    ax = axes[0][1]
+    eval_steps = [e["steps"] for e in evaluations]
+    for key, label, threshold in (
+        ("f1", "F1", None),
+        ("stopRecall", "stop recall", gate.get("minStopRecall")),
+        ("movementRecall", "movement recall", gate.get("minMovementRecall")),
+        ("precision", "precision", gate.get("minPrecision")),
+    ):
+        line = ax.plot(eval_steps, [e["metrics"].get(key, 0) for e in evaluations], marker="o",
+                       label=label)  # fmt: skip
+        if threshold is not None:
+            ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)
+    ax.set(title="Held-out metrics (dotted: gate thresholds)", xlabel="step", ylim=(0, 1.05))
+    ax.legend()
+    ax = axes[1][0]
+    ax.plot(steps, [e["examplesPerSecond"] for e in progress])
+    ax.set(title="Throughput (examples/s)", xlabel="step")
+    ax = axes[1][1]
+    names = [e["sessionId"] for e in datasets]
+    bottom = [0] * len(names)
+    for category in ("none", "command", "stop"):
+        counts = [e["diagnostics"].get("categories", {}).get(category, 0) for e in datasets]
+        ax.barh(names, counts, left=bottom, label=category)
+        bottom = [a + b for a, b in zip(bottom, counts, strict=True)]
+    for index, event in enumerate(datasets):
+        if event.get("partition") == "heldOut":
+            ax.text(bottom[index], index, " held out", va="center", fontsize=8)
+    ax.set(title=f"Windows per session ({len(skipped)} skipped)", xlabel="windows")
+    ax.legend()
+    if skipped:
+        text = "\n".join(f"{e['sessionId']}: {e['reason'][:60]}" for e in skipped[:6])
+        ax.text(0.98, 0.02, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
+    figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
+    figure.tight_layout()
+    path = Path(out) if out else job_dir / "report.png"
+    temporary = path.with_name(f".{path.name}.tmp.png")
+    figure.savefig(temporary)
+    plt.close(figure)
+    temporary.replace(path)
+    for line in summarise(events):
+        console_line(line)
+    console_line(f"report: {path}")
+    return {"path": str(path), "width": WIDTH_IN * DPI, "height": HEIGHT_IN * DPI}

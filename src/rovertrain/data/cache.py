@@ -1,0 +1,133 @@
+"""The window cache: converted tick frames per session under `root/training/cache/`.
+
+An entry is `<name>.frames` (raw uint8 frames, N×H×W×C) plus `<name>.json` (ticks, frame
+times, decode diagnostics and the key), written by the decoder child through temp files and
+renames, json last. An entry is used only if its key matches the recording's identity and the
+decoder/input versions, and its frames file has exactly the expected size; anything else is
+ignored and rebuilt. The cache is bounded by `cacheMaxMegabytes`, least recently used first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
+from rovertrain.data.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
+from rovertrain.data.recording import Recording
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    name: str
+    key: str
+    frames_path: Path
+    meta_path: Path
+
+
+def cache_dir(root: Path) -> Path:
+    return root / "training" / "cache"
+
+
+def entry_for(root: Path, recording: Recording) -> CacheEntry:
+    info = os.stat(recording.video_path, follow_symlinks=False)
+    identity = {
+        "video": recording.video_path.name,
+        "size": info.st_size,
+        "mtimeNs": info.st_mtime_ns,
+        "inode": info.st_ino,
+        "offsetMs": recording.video_offset_ms,
+        "decoder": DECODER_VERSION,
+        "input": [INPUT_VERSION, OBS_WIDTH, OBS_HEIGHT, OBS_CHANNELS],
+    }
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    name = f"{recording.session_id}-{key[:20]}"
+    directory = cache_dir(root)
+    return CacheEntry(name, key, directory / f"{name}.frames", directory / f"{name}.json")
+
+
+@dataclass
+class CachedFrames:
+    frames: np.ndarray  # uint8 memmap [N, H, W, C]
+    ticks: np.ndarray  # int64 [N]
+    frame_times: np.ndarray  # float64 [N]
+    stats: dict[str, Any]
+
+
+def load(entry: CacheEntry) -> CachedFrames | None:
+    """The cached frames, or None when absent, corrupt or foreign."""
+    try:
+        meta = json.loads(entry.meta_path.read_text())
+        if meta.get("key") != entry.key:
+            return None
+        ticks = np.asarray(meta["ticks"], dtype=np.int64)
+        frame_times = np.asarray(meta["frameTimes"], dtype=np.float64)
+        count = len(ticks)
+        if count == 0 or len(frame_times) != count:
+            return None
+        if entry.frames_path.stat().st_size != count * FRAME_BYTES:
+            return None
+        frames = np.memmap(
+            entry.frames_path, dtype=np.uint8, mode="r",
+            shape=(count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS),
+        )  # fmt: skip
+        with contextlib.suppress(OSError):
+            os.utime(entry.meta_path)
+        return CachedFrames(frames, ticks, frame_times, dict(meta["stats"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_meta(entry: CacheEntry, result: dict[str, Any]) -> None:
+    temporary = entry.meta_path.with_name(f".{entry.name}.{os.getpid()}.json.tmp")
+    temporary.write_text(json.dumps({"key": entry.key, **result}))
+    os.replace(temporary, entry.meta_path)
+
+
+def evict(root: Path, max_bytes: int, keep: set[str]) -> int:
+    """Remove least recently used entries until the cache fits; return bytes removed."""
+    directory = cache_dir(root)
+    try:
+        metas = [path for path in directory.iterdir() if path.suffix == ".json"]
+    except OSError:
+        return 0
+    entries = []
+    total = 0
+    for meta in metas:
+        frames = meta.with_suffix(".frames")
+        try:
+            size = frames.stat().st_size + meta.stat().st_size
+            used = meta.stat().st_mtime
+        except OSError:
+            continue
+        total += size
+        entries.append((used, meta.stem, size, meta, frames))
+    removed = 0
+    for _used, name, size, meta, frames in sorted(entries):
+        if total <= max_bytes:
+            break
+        if name in keep:
+            continue
+        for path in (meta, frames):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        total -= size
+        removed += size
+    return removed
+
+
+def remove_temporaries(root: Path) -> None:
+    """Leftovers of decoder children that died mid-write."""
+    directory = cache_dir(root)
+    with contextlib.suppress(OSError):
+        for path in directory.iterdir():
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    path.unlink()

@@ -1,0 +1,264 @@
+"""Decode one session's video into the frames of its 100 ms ticks (runs in a child process).
+
+Only the newest frame at or before each tick is converted (one reused reformatter), and the
+converted frames stream straight into a cache file, so memory stays flat however long the
+recording is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import av
+import numpy as np
+from av.video.reformatter import VideoReformatter
+
+from rovertrain.data.containers import describe_head, sniff_container
+from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
+from rovertrain.errors import SkipSession
+
+DECODER_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DecodeLimits:
+    max_bytes: int
+    max_pixels: int
+    max_seconds: float
+    threads: int
+
+
+def open_checked(path: Path, limits: DecodeLimits) -> tuple[str, int]:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        head = os.pread(fd, 512, 0)
+    finally:
+        os.close(fd)
+    if info.st_size > limits.max_bytes:
+        raise SkipSession(
+            "too_large",
+            f"video is {info.st_size / 2**20:.0f} MiB, over the {limits.max_bytes / 2**20:.0f} MiB limit",
+        )
+    container = sniff_container(head)
+    if container is None:
+        raise SkipSession("invalid_recording", describe_head(head))
+    return container, info.st_size
+
+
+class TickWriter:
+    """Turns frames (in presentation order) into one converted frame per 100 ms tick."""
+
+    def __init__(self, sink: BinaryIO, rotation: int):
+        self.sink = sink
+        self.rotation = rotation
+        self.reformatter = VideoReformatter()
+        self.ticks: list[int] = []
+        self.frame_times: list[float] = []
+        self.pending: Any = None
+        self.pending_time = -math.inf
+        self.pending_bytes: bytes | None = None
+        self.next_tick: int | None = None
+
+    def _convert(self) -> bytes:
+        if self.pending_bytes is None:
+            swap = self.rotation % 180 == 90
+            width, height = (OBS_HEIGHT, OBS_WIDTH) if swap else (OBS_WIDTH, OBS_HEIGHT)
+            rgb: Any = self.reformatter.reformat(
+                self.pending, width=width, height=height, format="rgb24", threads=1
+            ).to_ndarray()
+            if self.rotation:
+                rgb = np.ascontiguousarray(np.rot90(rgb, k=(self.rotation // 90) % 4))
+            self.pending_bytes = rgb.tobytes()
+        return self.pending_bytes
+
+    def _flush_until(self, limit: float, inclusive: bool) -> None:
+        assert self.next_tick is not None
+        while self.next_tick < limit or (inclusive and self.next_tick == limit):
+            self.sink.write(self._convert())
+            self.ticks.append(self.next_tick)
+            self.frame_times.append(self.pending_time)
+            self.next_tick += TICK_MS
+
+    def add(self, frame: Any, time_ms: float) -> None:
+        if self.pending is not None:
+            self._flush_until(time_ms, inclusive=False)
+        else:
+            self.next_tick = math.ceil(time_ms / TICK_MS) * TICK_MS
+        self.pending, self.pending_time, self.pending_bytes = frame, time_ms, None
+
+    def finish(self) -> None:
+        if self.pending is not None:
+            self._flush_until(self.pending_time, inclusive=True)
+            self.pending = None
+
+
+class FrameClock:
+    """Repairs presentation times as frames arrive.
+
+    Browser recordings repeat timestamps: a repeated time stays as it is and the writer keeps
+    the later frame for it (the newer picture). A time going backwards is dropped.
+    """
+
+    def __init__(self) -> None:
+        self.last = -math.inf
+        self.duplicates = 0
+        self.backwards = 0
+
+    def place(self, time_ms: float) -> float | None:
+        if time_ms < self.last - 0.01:
+            self.backwards += 1
+            return None
+        if time_ms <= self.last:
+            self.duplicates += 1  # same time: the writer keeps this newer picture for it
+            return self.last
+        self.last = time_ms
+        return time_ms
+
+
+def frame_rotation(frame: Any) -> int:
+    try:
+        angle = float(frame.rotation or 0)
+    except (AttributeError, ValueError, TypeError):
+        return 0
+    return round(angle / 90.0) * 90 % 360
+
+
+def decode_to_file(
+    path: Path,
+    offset_ms: float,
+    limits: DecodeLimits,
+    sink: BinaryIO,
+    hooks: dict[str, Any],
+    report_frames: Callable[[int], None] = lambda frames: None,
+) -> dict[str, Any]:
+    """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
+    started = time.monotonic()
+    container_name, size = open_checked(path, limits)
+    stats: dict[str, Any] = {
+        "container": container_name,
+        "videoBytes": size,
+        "framesDecoded": 0,
+        "corruptFrames": 0,
+        "duplicateTimestamps": 0,
+        "backwardsTimestamps": 0,
+        "decodeErrors": 0,
+    }
+    slow = float(hooks.get("slowFrameSeconds", 0))
+    try:
+        container = av.open(
+            str(path), format=container_name, options={"protocol_whitelist": "file"}
+        )
+    except (av.error.FFmpegError, OSError, ValueError) as error:
+        raise SkipSession("decode_error", f"FFmpeg cannot open the video: {error}") from None
+    with container:
+        videos = [stream for stream in container.streams if stream.type == "video"]
+        if not videos:
+            raise SkipSession("no_video", "the file has no video stream")
+        stream = videos[0]
+        context: Any = stream.codec_context
+        width, height = context.width or 0, context.height or 0
+        if width * height > limits.max_pixels:
+            raise SkipSession(
+                "too_large", f"frames are {width}x{height}, over {limits.max_pixels} pixels"
+            )
+        duration = _duration_seconds(container, stream)
+        if duration is not None and duration > limits.max_seconds:
+            raise SkipSession(
+                "too_large",
+                f"video lasts {duration / 3600:.1f} h, over {limits.max_seconds / 60:.0f} minutes",
+            )
+        context.thread_count = max(1, limits.threads)
+        context.thread_type = "AUTO"
+        # The policy sees 96 px frames; deblocking is invisible at that size.
+        # max_pixels: the decoder itself refuses to allocate frames beyond the limit.
+        context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
+        stats.update(
+            codec=context.name,
+            width=width,
+            height=height,
+            fps=_fps(stream),
+            streams=len(container.streams),
+        )
+        writer: TickWriter | None = None
+        clock = FrameClock()
+        first_time: float | None = None
+        reported = time.monotonic()
+        try:
+            frame: Any
+            for frame in container.decode(stream):
+                stats["framesDecoded"] += 1
+                if time.monotonic() - reported >= 0.5:
+                    report_frames(stats["framesDecoded"])
+                    reported = time.monotonic()
+                if slow:
+                    time.sleep(slow)
+                if frame.is_corrupt:
+                    stats["corruptFrames"] += 1
+                    continue
+                seconds = frame.time
+                if seconds is None:
+                    continue
+                placed = clock.place(seconds * 1000.0 + offset_ms)
+                if placed is None:
+                    continue
+                time_ms = placed
+                if first_time is None:
+                    first_time = time_ms
+                if time_ms - first_time > limits.max_seconds * 1000:
+                    raise SkipSession("too_large", "video runs past the duration limit")
+                if writer is None:
+                    if frame.width * frame.height > limits.max_pixels:
+                        raise SkipSession(
+                            "too_large", f"frames are {frame.width}x{frame.height}, too many pixels"
+                        )
+                    rotation = frame_rotation(frame)
+                    stats["rotation"] = rotation
+                    writer = TickWriter(sink, rotation)
+                writer.add(frame, time_ms)
+        except SkipSession:
+            raise
+        except (av.error.FFmpegError, ValueError, OSError, EOFError) as error:
+            # Damaged files: keep the prefix that decoded.
+            stats["decodeErrors"] += 1
+            stats["decodeErrorMessage"] = str(error)[:300]
+        stats["duplicateTimestamps"] = clock.duplicates
+        stats["backwardsTimestamps"] = clock.backwards
+        if writer is None:
+            if stats["decodeErrors"]:
+                raise SkipSession(
+                    "decode_error", f"no frame decoded: {stats['decodeErrorMessage']}"
+                )
+            raise SkipSession("no_windows", "the video has no decodable frames")
+        writer.finish()
+    stats["decodeSeconds"] = round(time.monotonic() - started, 4)
+    frame_times = np.asarray(writer.frame_times)
+    ticks = np.asarray(writer.ticks, dtype=np.int64)
+    stats["staleFrameWindows"] = int((ticks - frame_times > STALE_FRAME_MS).sum())
+    return {"ticks": writer.ticks, "frameTimes": writer.frame_times, "stats": stats}
+
+
+def _duration_seconds(container: Any, stream: Any) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / 1_000_000
+    return None
+
+
+def _fps(stream: Any) -> float | None:
+    rate = stream.average_rate or stream.guessed_rate
+    try:
+        return round(float(rate), 3) if rate else None
+    except (TypeError, ZeroDivisionError):
+        return None
+
+
+FRAME_BYTES = OBS_WIDTH * OBS_HEIGHT * OBS_CHANNELS

@@ -1,0 +1,162 @@
+"""Decoder children: one spawned process per session, a deadline each, at most N at once.
+
+A crash, a hang or an exception in FFmpeg costs one session, never the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any
+
+Outcome = tuple[Any, ...]  # ("ok", None) or ("skip", code, reason)
+
+
+@dataclass
+class _Child:
+    session_id: str
+    process: Any
+    conn: Any
+    started: float
+    paused_seconds: float = 0.0
+    outcome: Outcome | None = None
+    frames: int = 0
+
+
+@dataclass
+class DecoderPool:
+    threads: int
+    timeout_seconds: float
+    should_stop: Callable[[], bool]
+    is_paused: Callable[[], bool] = lambda: False
+    on_tick: Callable[[dict[str, int]], None] = lambda active: None
+    active: dict[int, _Child] = field(default_factory=dict)
+
+    def run(self, requests: list[dict[str, Any]]) -> Generator[tuple[str, Outcome], None, None]:
+        """Yield (sessionId, outcome) as children finish. Stops early when asked to."""
+        context = multiprocessing.get_context("spawn")
+        pending = list(requests)
+        try:
+            while pending or self.active:
+                if self.should_stop():
+                    return
+                self._hold_while_paused()
+                while pending and len(self.active) < self.threads:
+                    request = pending.pop(0)
+                    share = max(1, self.threads // max(1, min(self.threads, len(pending) + 1)))
+                    request["limits"]["threads"] = share
+                    self._start(context, request)
+                yield from self._collect()
+                self.on_tick({child.session_id: child.frames for child in self.active.values()})
+        finally:
+            self.stop_all()
+
+    def _start(self, context: Any, request: dict[str, Any]) -> None:
+        from rovertrain.data import decoder_child
+
+        parent_conn, child_conn = context.Pipe(duplex=False)
+        process = context.Process(
+            target=decoder_child.main,
+            args=(request, child_conn),
+            name=f"rovertrain-decode-{request['sessionId']}",
+            daemon=True,
+        )
+        process.start()
+        child_conn.close()
+        self.active[process.sentinel] = _Child(
+            request["sessionId"], process, parent_conn, time.monotonic()
+        )
+
+    def _collect(self) -> Iterator[tuple[str, Outcome]]:
+        handles: list[Any] = []
+        for child in self.active.values():
+            handles.extend([child.process.sentinel, child.conn])
+        ready = set(wait(handles, timeout=0.2))
+        now = time.monotonic()
+        for sentinel, child in list(self.active.items()):
+            if child.conn in ready or sentinel in ready:
+                self._drain(child)
+            if sentinel in ready or (child.outcome is not None and not child.process.is_alive()):
+                child.process.join(timeout=5)
+                outcome = child.outcome or self._crash_outcome(child.process.exitcode)
+                self._forget(sentinel)
+                yield child.session_id, outcome
+            elif now - child.started - child.paused_seconds > self.timeout_seconds:
+                self._kill(child)
+                self._forget(sentinel)
+                yield (
+                    child.session_id,
+                    (
+                        "skip",
+                        "decode_timeout",
+                        f"decoding took longer than {self.timeout_seconds:g} s and was stopped",
+                    ),
+                )
+
+    @staticmethod
+    def _drain(child: _Child) -> None:
+        """Read progress reports and, once sent, the outcome; never block."""
+        try:
+            while child.outcome is None and child.conn.poll():
+                message = child.conn.recv()
+                if message[0] == "frames":
+                    child.frames = int(message[1])
+                else:
+                    child.outcome = message
+        except (EOFError, OSError):
+            pass
+
+    @staticmethod
+    def _crash_outcome(exitcode: int | None) -> Outcome:
+        if exitcode is not None and exitcode < 0:
+            try:
+                name = signal.Signals(-exitcode).name
+            except ValueError:
+                name = f"signal {-exitcode}"
+            return ("skip", "decoder_crashed", f"the decoder process crashed ({name})")
+        return ("skip", "decoder_crashed", f"the decoder process exited with code {exitcode}")
+
+    def _hold_while_paused(self) -> None:
+        if not self.is_paused():
+            return
+        self._signal_all(signal.SIGSTOP)
+        began = time.monotonic()
+        try:
+            while self.is_paused() and not self.should_stop():
+                time.sleep(0.1)
+        finally:
+            self._signal_all(signal.SIGCONT)
+            for child in self.active.values():
+                child.paused_seconds += time.monotonic() - began
+
+    def _signal_all(self, number: int) -> None:
+        for child in self.active.values():
+            with contextlib.suppress(OSError, TypeError):
+                if child.process.pid:
+                    os.kill(child.process.pid, number)
+
+    def child_pids(self) -> list[int]:
+        return [child.process.pid for child in self.active.values() if child.process.pid]
+
+    @staticmethod
+    def _kill(child: _Child) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            child.process.kill()
+        child.process.join(timeout=5)
+
+    def _forget(self, sentinel: int) -> None:
+        child = self.active.pop(sentinel)
+        with contextlib.suppress(OSError):
+            child.conn.close()
+
+    def stop_all(self) -> None:
+        self._signal_all(signal.SIGCONT)
+        for sentinel, child in list(self.active.items()):
+            self._kill(child)
+            self._forget(sentinel)

@@ -1,0 +1,138 @@
+"""Labels, state and categories of 100 ms windows: pure numpy, no torch, no av.
+
+A tick at time T (ms on the command clock) defines the window [T, T + 100):
+- state: per slot, the last values sent and the time since that slot's last command, from
+  commands strictly before T;
+- targets: the slot fires if a command of its type has t in [T, T + 100); values are those of
+  the last such command, with an availability mask;
+- category: stop if a stop-role slot fires, else command if any slot fires, else none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.command_schema import SLOTS, VALUES, Schema, is_stop
+from rovertrain.data.observation import (
+    STATE_BINS,
+    STATE_FEATURES_PER_SLOT,
+    STATE_LONG_MS,
+    STATE_SHORT_MS,
+    TICK_MS,
+)
+from rovertrain.data.recording import Command
+
+CATEGORY_NONE, CATEGORY_COMMAND, CATEGORY_STOP = 0, 1, 2
+CATEGORY_NAMES = ("none", "command", "stop")
+
+
+@dataclass
+class Labels:
+    states: np.ndarray  # float32 [N, SLOTS * STATE_FEATURES_PER_SLOT]
+    fires: np.ndarray  # uint8 [N, SLOTS]
+    values: np.ndarray  # float32 [N, SLOTS, VALUES]
+    available: np.ndarray  # uint8 [N, SLOTS, VALUES]
+    category: np.ndarray  # int8 [N]
+    unsupported: np.ndarray  # bool [N]: an unsupported command lands in this window
+    command_event_counts: list[int]  # per slot, commands landing in some window
+    unsupported_command_events: int
+
+
+def tick_times(first_frame_ms: float, last_frame_ms: float) -> np.ndarray:
+    """Multiples of 100 ms on the command clock covered by the decoded video."""
+    start = int(np.ceil(first_frame_ms / TICK_MS))
+    stop = int(np.floor(last_frame_ms / TICK_MS))
+    return np.arange(start, stop + 1, dtype=np.int64) * TICK_MS
+
+
+def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema) -> Labels:
+    count = len(ticks)
+    ticks_f = ticks.astype(np.float64)
+    states = np.zeros((count, SLOTS, STATE_FEATURES_PER_SLOT), dtype=np.float32)
+    fires = np.zeros((count, SLOTS), dtype=np.uint8)
+    values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
+    available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
+    unsupported = np.zeros(count, dtype=bool)
+    event_counts = [0] * SLOTS
+    index = {slot["type"]: position for position, slot in enumerate(schema)}
+    unsupported_events = 0
+    by_slot: dict[int, list[Command]] = {}
+    other_times: list[float] = []
+    for command in commands:
+        slot = index.get(command.type)
+        if slot is None:
+            other_times.append(command.t)
+        else:
+            by_slot.setdefault(slot, []).append(command)
+    if count == 0:
+        return Labels(
+            states.reshape(0, -1), fires, values, available,
+            np.zeros(0, dtype=np.int8), unsupported, event_counts, 0,
+        )  # fmt: skip
+    span_end = ticks_f[-1] + TICK_MS
+    if other_times:
+        times = np.sort(np.asarray(other_times))
+        in_span = (times >= ticks_f[0]) & (times < span_end)
+        unsupported_events = int(in_span.sum())
+        landing = ((times[in_span] - ticks_f[0]) // TICK_MS).astype(np.int64)
+        unsupported[np.clip(landing, 0, count - 1)] = True
+    states[:, :, 4] = 1.0  # neverSent until a command is seen
+    states[:, :, 5] = 1.0
+    states[:, :, 6] = 1.0
+    for slot, slot_commands in by_slot.items():
+        names = schema[slot]["values"]
+        times = np.asarray([command.t for command in slot_commands], dtype=np.float64)
+        table = np.zeros((len(slot_commands), VALUES), dtype=np.float32)
+        present = np.zeros((len(slot_commands), VALUES), dtype=np.uint8)
+        for row, command in enumerate(slot_commands):
+            for column, name in enumerate(names):
+                if name in command.values:
+                    table[row, column] = command.values[name]
+                    present[row, column] = 1
+        # State: last command strictly before the tick.
+        previous = np.searchsorted(times, ticks_f, side="left") - 1
+        seen = previous >= 0
+        safe = np.where(seen, previous, 0)
+        elapsed = np.where(seen, ticks_f - times[safe], np.inf)
+        states[:, slot, :VALUES] = np.where(seen[:, None], table[safe], 0.0)
+        states[:, slot, 4] = (~seen).astype(np.float32)
+        states[:, slot, 5] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
+        states[:, slot, 6] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
+        bins = np.floor(elapsed / 100.0)
+        for b in range(STATE_BINS):
+            states[:, slot, 7 + b] = (bins == b).astype(np.float32)
+        # Targets: the last command with t in [tick, tick + 100).
+        first = np.searchsorted(times, ticks_f, side="left")
+        last = np.searchsorted(times, ticks_f + TICK_MS, side="left") - 1
+        fired = last >= first
+        fires[:, slot] = fired
+        chosen = np.where(fired, last, 0)
+        values[:, slot] = np.where(fired[:, None], np.clip(table[chosen], -1.0, 1.0), 0.0)
+        available[:, slot] = np.where(fired[:, None], present[chosen], 0)
+        in_span = (times >= ticks_f[0]) & (times < span_end)
+        event_counts[slot] = int(in_span.sum())
+    stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
+    category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
+    if stop_slots:
+        category[fires[:, stop_slots].any(axis=1)] = CATEGORY_STOP
+    return Labels(
+        states.reshape(count, -1), fires, values, available, category, unsupported,
+        event_counts, unsupported_events,
+    )  # fmt: skip
+
+
+def category_counts(category: np.ndarray) -> dict[str, int]:
+    return {name: int((category == code).sum()) for code, name in enumerate(CATEGORY_NAMES)}
+
+
+def summary(labels: Labels) -> dict[str, Any]:
+    return {
+        "categories": category_counts(labels.category),
+        "commandEventCounts": labels.command_event_counts,
+        "unsupportedCommandEvents": labels.unsupported_command_events,
+        "unsupportedWindows": int(labels.unsupported.sum()),
+    }

@@ -1,0 +1,302 @@
+"""The job file: strict loading and validation into typed, immutable settings.
+
+Everything a job may contain is declared once in the tables below; `parse_job` checks a
+decoded document against them and names the JSON pointer of the first bad field.
+Nothing here touches the disk except reading the job text itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from rovertrain.errors import InvalidJob
+
+IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric field: bounds, integer-ness and its documented default."""
+
+    default: float | int | str | bool
+    minimum: float | None = None
+    maximum: float | None = None
+    integer: bool = False
+    exclusive_minimum: bool = False
+    doc: str = ""
+
+
+# name -> (spec). Defaults are the documented ones (README, schemas/job.schema.json).
+CONFIG_FIELDS: dict[str, Number] = {
+    "threads": Number(2, 1, 64, integer=True, doc="CPU threads for torch and decoding"),
+    "maxJobSeconds": Number(600, 0, MAX_SECONDS, exclusive_minimum=True, doc="time budget"),
+    "maxSamples": Number(12000, 1, 2_000_000, integer=True, doc="windows kept over sessions"),
+    "minimumSamples": Number(256, 1, 2_000_000, integer=True, doc="training windows needed"),
+    "batchSize": Number(64, 1, 4096, integer=True, doc="examples per step"),
+    "passesPerJob": Number(4, 1, 10_000, integer=True, doc="passes over the pool per job"),
+    "maxStepsPerJob": Number(100_000, 1, 100_000_000, integer=True, doc="steps per job"),
+    "checkpointEverySteps": Number(200, 0, 100_000_000, integer=True, doc="publish interval"),
+    "minimumDrivingMinutes": Number(2.0, 0, 1_000_000, doc="distinct minutes to publish"),
+    "newDrivingMinutesPerModel": Number(0.5, 0, 1_000_000, doc="new minutes per model"),
+    "learningRate": Number(0.001, 0, 10, exclusive_minimum=True, doc="AdamW learning rate"),
+    "weightDecay": Number(0.01, 0, 1, doc="AdamW weight decay"),
+    "decodeTimeoutSeconds": Number(300, 0, MAX_SECONDS, exclusive_minimum=True),
+    "stopGraceSeconds": Number(20, 1, 3600, doc="time after a stop request or the budget"),
+    "cacheMaxMegabytes": Number(4096, 0, 10_000_000, integer=True, doc="window cache bound"),
+    "maxVideoMegabytes": Number(4096, 1, 1_000_000, integer=True, doc="largest video file"),
+    "maxVideoMinutes": Number(240, 0, 100_000, exclusive_minimum=True),
+    "maxFramePixels": Number(3840 * 2160, 1, 1 << 30, integer=True),
+    "augment": Number(True, doc="train-only brightness/contrast augmentation"),
+    "precision": Number("bf16", doc="training arithmetic: bf16 (autocast) or fp32"),
+    "heartbeatSeconds": Number(15, 0, 3600, exclusive_minimum=True),
+    "maxPausedSeconds": Number(3600, 0, MAX_SECONDS),
+    "evalEverySteps": Number(0, 0, 100_000_000, integer=True, doc="periodic held-out eval"),
+}
+CHOICES = {"precision": ("bf16", "fp32")}
+
+GATE_FIELDS: dict[str, Number] = {
+    "minHeldOutSessions": Number(2, 0, 1_000_000, integer=True),
+    "minHeldOutWindows": Number(128, 0, 100_000_000, integer=True),
+    "minCommandEvents": Number(32, 0, 100_000_000, integer=True),
+    "minStopEvents": Number(8, 0, 100_000_000, integer=True),
+    "minMovementEvents": Number(16, 0, 100_000_000, integer=True),
+    "minMovementRecall": Number(0.5, 0, 1),
+    "minPrecision": Number(0.5, 0, 1),
+    "minRecall": Number(0.5, 0, 1),
+    "minStopRecall": Number(0.5, 0, 1),
+    "maxNumericMse": Number(0.1, 0, 1_000_000),
+}
+
+TOP_LEVEL = {"root", "sessions", "actionThreshold", "config", "jobId", "seed", "gate"}
+
+
+@dataclass(frozen=True)
+class Config:
+    threads: int
+    maxJobSeconds: float
+    maxSamples: int
+    minimumSamples: int
+    batchSize: int
+    passesPerJob: int
+    maxStepsPerJob: int
+    checkpointEverySteps: int
+    minimumDrivingMinutes: float
+    newDrivingMinutesPerModel: float
+    learningRate: float
+    weightDecay: float
+    decodeTimeoutSeconds: float
+    stopGraceSeconds: float
+    cacheMaxMegabytes: int
+    maxVideoMegabytes: int
+    maxVideoMinutes: float
+    maxFramePixels: int
+    augment: bool
+    precision: str
+    heartbeatSeconds: float
+    maxPausedSeconds: float
+    evalEverySteps: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Gate:
+    minHeldOutSessions: int
+    minHeldOutWindows: int
+    minCommandEvents: int
+    minStopEvents: int
+    minMovementEvents: int
+    minMovementRecall: float
+    minPrecision: float
+    minRecall: float
+    minStopRecall: float
+    maxNumericMse: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Job:
+    root: Path
+    sessions: tuple[str, ...]
+    actionThreshold: float
+    config: Config
+    gate: Gate
+    jobId: str | None = None
+    seed: int = 0
+    source: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "sessions": list(self.sessions),
+            "actionThreshold": self.actionThreshold,
+            "jobId": self.jobId,
+            "seed": self.seed,
+            "config": self.config.to_json(),
+            "gate": self.gate.to_json(),
+        }
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def loads_strict(text: str) -> Any:
+    """Parse JSON rejecting NaN/Infinity literals, out-of-range numbers and duplicate keys."""
+    return json.loads(
+        text,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=_unique_keys,
+    )
+
+
+def load_job_text(text: str) -> Job:
+    try:
+        document = loads_strict(text)
+    except (ValueError, RecursionError) as error:
+        raise InvalidJob("", f"not valid job JSON ({error})") from None
+    return parse_job(document)
+
+
+def load_job_file(path: str) -> Job:
+    import sys
+
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as stream:
+                raw = stream.read(16 * 1024 * 1024 + 1)
+    except OSError as error:
+        raise InvalidJob("", f"cannot read job file {path!r}: {error.strerror}") from None
+    if len(raw) > 16 * 1024 * 1024:
+        raise InvalidJob("", "job file is larger than 16 MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidJob("", "job file is not UTF-8") from None
+    return load_job_text(text)
+
+
+def _number(value: Any, spec: Number, pointer: str) -> Any:
+    if isinstance(spec.default, bool):
+        if not isinstance(value, bool):
+            raise InvalidJob(pointer, f"must be true or false, got {value!r}")
+        return value
+    if isinstance(spec.default, str):
+        name = pointer.rsplit("/", 1)[-1]
+        choices = CHOICES.get(name, ())
+        if value not in choices:
+            raise InvalidJob(pointer, f"must be one of {', '.join(choices)}, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidJob(pointer, f"must be a number, got {json.dumps(value)[:60]}")
+    if spec.integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise InvalidJob(pointer, f"must be a whole number, got {value!r}")
+        value = int(value)
+    if spec.minimum is not None:
+        if spec.exclusive_minimum and value <= spec.minimum:
+            raise InvalidJob(pointer, f"must be greater than {spec.minimum:g}, got {value!r}")
+        if value < spec.minimum:
+            raise InvalidJob(pointer, f"must be at least {spec.minimum:g}, got {value!r}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise InvalidJob(pointer, f"must be at most {spec.maximum:g}, got {value!r}")
+    return value
+
+
+def _section(document: Any, pointer: str, specs: dict[str, Number]) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        raise InvalidJob(pointer, "must be an object")
+    unknown = sorted(set(document) - set(specs))
+    if unknown:
+        raise InvalidJob(f"{pointer}/{_escape(unknown[0])}", "unknown field")
+    values = {}
+    for name, spec in specs.items():
+        if name in document:
+            values[name] = _number(document[name], spec, f"{pointer}/{name}")
+        else:
+            values[name] = spec.default
+    return values
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def valid_identifier(value: Any) -> bool:
+    return isinstance(value, str) and bool(IDENTIFIER.match(value)) and value not in {".", ".."}
+
+
+def parse_job(document: Any) -> Job:
+    if not isinstance(document, dict):
+        raise InvalidJob("", "a job must be a JSON object")
+    unknown = sorted(set(document) - TOP_LEVEL)
+    if unknown:
+        raise InvalidJob(f"/{_escape(unknown[0])}", "unknown field")
+    root = document.get("root")
+    if not isinstance(root, str) or not root or "\x00" in root:
+        raise InvalidJob("/root", "must be a non-empty path string")
+    sessions = document.get("sessions")
+    if not isinstance(sessions, list):
+        raise InvalidJob("/sessions", "must be an array of session ids")
+    seen: set[str] = set()
+    for index, session_id in enumerate(sessions):
+        if not valid_identifier(session_id):
+            raise InvalidJob(
+                f"/sessions/{index}",
+                f"session id {json.dumps(session_id)[:80]} must match "
+                "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+            )
+        if session_id in seen:
+            raise InvalidJob(f"/sessions/{index}", f"session {session_id} is listed twice")
+        seen.add(session_id)
+    threshold = _number(
+        document.get("actionThreshold", 0.5),
+        Number(0.5, 0, 1, exclusive_minimum=True),
+        "/actionThreshold",
+    )
+    if threshold >= 1:
+        raise InvalidJob("/actionThreshold", f"must be below 1, got {threshold!r}")
+    job_id = document.get("jobId")
+    if job_id is not None and not valid_identifier(job_id):
+        raise InvalidJob("/jobId", "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    seed = _number(document.get("seed", 0), Number(0, 0, 2**32 - 1, integer=True), "/seed")
+    config = Config(**_section(document.get("config", {}), "/config", CONFIG_FIELDS))
+    gate = Gate(**_section(document.get("gate", {}), "/gate", GATE_FIELDS))
+    return Job(
+        root=Path(root),
+        sessions=tuple(sessions),
+        actionThreshold=float(threshold),
+        config=config,
+        gate=gate,
+        jobId=job_id,
+        seed=seed,
+        source=document,
+    )

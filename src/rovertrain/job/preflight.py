@@ -1,0 +1,53 @@
+"""Checks of a job against the disk, before anything is decoded or written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rovertrain.data.recording import session_directory
+from rovertrain.errors import RovertrainError, SkipSession
+from rovertrain.job.config import Job
+
+
+def check_root_usable(root: Path) -> None:
+    if not root.exists():
+        raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
+    if not root.is_dir():
+        raise RovertrainError("root_unavailable", f"The data root {root} is not a folder.")
+    training = root / "training"
+    target = training if training.exists() else root
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise RovertrainError(
+            "root_unavailable", f"The data root {target} is not writable by this user."
+        )
+    if not (root / "recordings").is_dir():
+        raise RovertrainError(
+            "root_unavailable", f"The data root {root} has no recordings/ folder."
+        )
+
+
+def validate_job_on_disk(job: Job) -> dict[str, Any]:
+    root = job.root.resolve()
+    check_root_usable(root)
+    missing = {}
+    for session_id in job.sessions:
+        try:
+            session_directory(root, session_id)
+        except SkipSession as skip:
+            missing[session_id] = skip.reason
+    if missing:
+        first = next(iter(missing))
+        raise RovertrainError(
+            "missing_sessions",
+            f"{len(missing)} session(s) cannot be used, first {first}: {missing[first]}",
+            sessions=missing,
+        )
+    return {
+        **({"jobId": job.jobId} if job.jobId else {}),
+        "root": str(root),
+        "sessions": len(job.sessions),
+        "config": job.config.to_json(),
+        "gate": job.gate.to_json(),
+    }

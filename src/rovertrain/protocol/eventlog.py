@@ -1,0 +1,98 @@
+"""`rovertrain events JOBDIR [--follow]`: replay a job's event log, then follow it."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rovertrain.errors import RovertrainError
+from rovertrain.exitcodes import ExitCode
+from rovertrain.protocol.events import TERMINAL_KINDS
+
+
+def job_running(job_dir: Path) -> bool:
+    lock = job_dir.parent.parent / ".lock"
+    try:
+        with open(lock, "rb") as stream:
+            fcntl.flock(stream.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def render(event: dict[str, Any]) -> str:
+    kind = event.get("kind")
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("time", 0) / 1000))
+    details = {
+        "progress": lambda e: (
+            f"step {e['steps']} loss {e['loss']:.4f} {e['examplesPerSecond']:.0f} ex/s"
+        ),
+        "dataset": lambda e: (
+            f"{e['sessionId']} ({e.get('partition')}): {e['windows']} windows, {e['sampled']} sampled"
+        ),
+        "skipped": lambda e: f"{e['sessionId']} skipped ({e['code']}): {e['reason']}",
+        "phase": lambda e: f"phase {e['phase']}",
+        "error": lambda e: f"ERROR {e['code']}: {e['message']}",
+        "complete": lambda e: (
+            f"complete: trained={e['trained']} promote={e.get('promote')} "
+            f"{(e.get('evaluation') or {}).get('status', e.get('reason', ''))}"
+        ),
+    }
+    try:
+        text = (
+            details[kind](event)
+            if kind in details
+            else json.dumps(
+                {k: v for k, v in event.items() if k not in {"v", "seq", "time", "jobId"}}
+            )[:160]
+        )
+    except (KeyError, TypeError, ValueError):
+        text = ""
+    return f"{stamp} {kind:<10} {text}"
+
+
+def replay(job_dir_text: str, follow: bool, raw: bool | None, fd: int) -> int:
+    job_dir = Path(job_dir_text)
+    path = job_dir / "events.ndjson"
+    if not path.exists():
+        raise RovertrainError("not_found", f"No event log at {path}.")
+    raw = (not os.isatty(fd)) if raw is None else raw
+    pending = b""
+    with open(path, "rb") as stream:
+        while True:
+            chunk = stream.read()
+            if chunk:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if not line:
+                        continue
+                    event = json.loads(line)
+                    _write(fd, line + b"\n" if raw else (render(event) + "\n").encode())
+                    if event.get("kind") in TERMINAL_KINDS:
+                        return ExitCode.COMPLETED
+                continue
+            if not follow:
+                return ExitCode.COMPLETED
+            if not job_running(job_dir):
+                # One last read: the job may have written its terminal event just now.
+                if stream.read(1):
+                    stream.seek(-1, os.SEEK_CUR)
+                    continue
+                raise RovertrainError(
+                    "job_not_running",
+                    "The job is not running and its log has no terminal event (it crashed).",
+                )
+            time.sleep(0.2)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
