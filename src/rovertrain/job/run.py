@@ -160,9 +160,6 @@ def _run_steps(
 
     # 6. Loss set-up and the audit before training.
     control.enter("train")
-    slow = float(_hooks().get("slowPhaseSeconds", 0))
-    if slow:
-        time.sleep(slow)
     model = Policy().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     optimizer = build_optimizer(model, config)
     if state.weights is not None:
@@ -444,9 +441,3 @@ def training_deadline(max_seconds: float, held_out_windows: int) -> float:
     """When training must stop so evaluation and publication still fit in the budget."""
     reserve = min(max_seconds * 0.25, 3.0 + held_out_windows * 0.002)
     return max_seconds - reserve
-
-
-def _hooks() -> dict[str, Any]:
-    from rovertrain.hooks import test_hooks
-
-    return test_hooks()

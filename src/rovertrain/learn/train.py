@@ -13,7 +13,6 @@ import torch
 
 from rovertrain.data.dataset import WindowSet
 from rovertrain.errors import RovertrainError
-from rovertrain.hooks import test_hooks
 from rovertrain.job.config import Config
 from rovertrain.job.control import JobControl
 from rovertrain.learn.learning import LossSetup, augment, batch_tensors, losses
@@ -57,7 +56,6 @@ def train(
     steps, examples = start_steps, start_examples
     generator = torch.Generator().manual_seed(seed * 1_000_003 + start_steps)
     use_bf16 = config.precision == "bf16"
-    stuck = float(test_hooks().get("stuckSeconds", 0))
 
     def out_of_steps() -> bool:
         return result.steps >= config.maxStepsPerJob
@@ -84,8 +82,6 @@ def train(
             if result.stopped_by != "passes completed":
                 break
             control.activity = f"training step {steps + 1}"
-            if stuck:
-                time.sleep(stuck)  # test hook: a blocking call the watchdog must outlast
             chosen = np.sort(order[offset : offset + config.batchSize])
             batch = batch_tensors(pool, chosen)
             images = augment(batch.images, generator) if config.augment else batch.images
