@@ -15,7 +15,8 @@ from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import parse_job
-from rovertrain.learn.learning import augment, batch_tensors, loss_setup, losses
+from rovertrain.learn.batches import augment, batch_tensors
+from rovertrain.learn.losses import loss_setup, losses
 from rovertrain.learn.policy import Policy
 
 THREADS, BATCH, STEPS, WINDOWS = 2, 64, 60, 4096

@@ -16,7 +16,7 @@ def inspect_root(
 ) -> int:
     from rovertrain.cli.console import console_line
     from rovertrain.data.command_schema import initial_schema
-    from rovertrain.data.dataset import DatasetRequest, build_dataset
+    from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
     from rovertrain.data.partition import processing_order
 
     root = Path(root_text).resolve()
@@ -31,14 +31,14 @@ def inspect_root(
         root, processing_order(job.sessions, 0), initial_schema(), replace(job.config), 0,
         keep_windows=False,
     )  # fmt: skip
-    dataset = build_dataset(request, stream, lambda: False)
+    dataset = build_dataset(request, stream, Unwatched())
     stream.emit(
         "inspected", sessions=len(dataset.accepted), skipped=len(dataset.rejected),
         schema=dataset.schema, decodeSeconds=dataset.decode_seconds,
     )  # fmt: skip
     console_line(f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
                  f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}")  # fmt: skip
-    for row in dataset.rows:
+    for row in dataset.rows():
         categories = row["categories"]
         console_line(
             f"{row['sessionId']:<28} {row['partition']:<9} {row['windows']:>8} "

@@ -83,11 +83,17 @@ def run(job_path: str, progress: bool | None) -> None:
     """Run one finite training job."""
 
     def body(stream: EventStream) -> int:
+        from rovertrain.cli.console import stderr_is_terminal
         from rovertrain.job.config import load_job_file
         from rovertrain.job.run import run_job
 
         job = load_job_file(job_path)
-        return run_job(job, stream, progress=progress)
+        watchers = []
+        if stderr_is_terminal() if progress is None else progress:
+            from rovertrain.cli.progressview import ProgressView
+
+            watchers.append(ProgressView(len(job.sessions), job.config.maxJobSeconds))
+        return run_job(job, stream, watchers)
 
     _run_with_events(body)
 

@@ -7,16 +7,19 @@ same partition, samples and schema.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from rovertrain.data import cache
+from rovertrain.data.cache import CachedFrames
 from rovertrain.data.command_schema import SLOTS, VALUES, Schema, extended
-from rovertrain.data.decode import DecodeLimits
+from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
 from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.observation import (
     OBS_CHANNELS,
@@ -25,7 +28,7 @@ from rovertrain.data.observation import (
     STALE_FRAME_MS,
     STATE_FEATURES_PER_SLOT,
 )
-from rovertrain.data.partition import is_held_out, partition_name
+from rovertrain.data.partition import Partition, is_held_out, partition_of
 from rovertrain.data.recording import Recording, load_recording, read_command_log
 from rovertrain.data.sampling import (
     category_capacity,
@@ -33,7 +36,7 @@ from rovertrain.data.sampling import (
     sample_windows,
     session_rng,
 )
-from rovertrain.data.windows import Labels, label_windows, summary
+from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
 from rovertrain.errors import SkipSession
 from rovertrain.job.config import Config
 from rovertrain.protocol.events import EventStream
@@ -59,11 +62,15 @@ class WindowSet:
             for array in (self.frames, self.states, self.fires, self.values, self.available)
         )
 
-    def subset(self, indices: np.ndarray) -> WindowSet:
+    def subset(self, indices: np.ndarray | slice) -> WindowSet:
         return WindowSet(
-            self.frames[indices], self.states[indices], self.fires[indices],
-            self.values[indices], self.available[indices], self.category[indices],
-        )  # fmt: skip
+            frames=self.frames[indices],
+            states=self.states[indices],
+            fires=self.fires[indices],
+            values=self.values[indices],
+            available=self.available[indices],
+            category=self.category[indices],
+        )
 
 
 class WindowSetBuilder:
@@ -91,11 +98,50 @@ class WindowSetBuilder:
         self.count = end
 
     def build(self) -> WindowSet:
-        n = self.count
         return WindowSet(
-            self.frames[:n], self.states[:n], self.fires[:n], self.values[:n],
-            self.available[:n], self.category[:n],
-        )  # fmt: skip
+            frames=self.frames,
+            states=self.states,
+            fires=self.fires,
+            values=self.values,
+            available=self.available,
+            category=self.category,
+        ).subset(slice(0, self.count))
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """An accepted session's figures: the `dataset` event's diagnostics, typed."""
+
+    session_id: str
+    partition: Partition
+    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the cache (JSON)
+    labels: LabelSummary
+    windows: int
+    usable_windows: int
+    invalid_command_lines: int
+    clipped_command_values: int
+    commands: int
+    sampled_windows: int
+    rover_id: str
+    control_profile: str | None
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {
+            **self.decode,
+            **self.labels.to_json(),
+            "windows": self.windows,
+            "usableWindows": self.usable_windows,
+            "invalidCommandLines": self.invalid_command_lines,
+            "clippedCommandValues": self.clipped_command_values,
+            "commands": self.commands,
+            "partition": self.partition,
+            "sampledWindows": self.sampled_windows,
+            "roverId": self.rover_id,
+            "controlProfile": self.control_profile,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessionId": self.session_id, **self.diagnostics()}
 
 
 @dataclass
@@ -105,12 +151,25 @@ class Dataset:
     validation: WindowSet
     accepted: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[SessionResult] = field(default_factory=list)
     trained_rovers: set[str] = field(default_factory=set)
     control_profiles: list[str] = field(default_factory=list)
     observed_windows: dict[str, int] = field(default_factory=dict)
-    stopped: bool = False
     decode_seconds: float = 0.0
+
+    def of_partition(self, partition: Partition) -> list[SessionResult]:
+        return [result for result in self.sessions if result.partition is partition]
+
+    def natural_command_counts(self) -> tuple[int, np.ndarray]:
+        """Usable training windows and command events per slot, before any sampling."""
+        training = self.of_partition(Partition.TRAINING)
+        counts = np.zeros(SLOTS)
+        for result in training:
+            counts += np.asarray(result.labels.command_event_counts, dtype=np.float64)
+        return sum(result.usable_windows for result in training), counts
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [result.to_json() for result in self.sessions]
 
 
 @dataclass
@@ -123,6 +182,27 @@ class DatasetRequest:
     keep_windows: bool = True
 
 
+class DecodeWatcher(Protocol):
+    """The job's side of decoding: stop and pause requests, and who is decoding what."""
+
+    def should_stop(self) -> bool: ...
+    def poll_pause(self) -> bool: ...
+    def show_decoding(self, decoding: dict[str, int]) -> None: ...
+
+
+class Unwatched:
+    """Decoding with nobody to stop or pause it (`inspect`)."""
+
+    def should_stop(self) -> bool:
+        return False
+
+    def poll_pause(self) -> bool:
+        return False
+
+    def show_decoding(self, decoding: dict[str, int]) -> None:
+        pass
+
+
 def _limits(config: Config) -> DecodeLimits:
     return DecodeLimits(
         max_bytes=config.maxVideoMegabytes * 2**20,
@@ -132,15 +212,77 @@ def _limits(config: Config) -> DecodeLimits:
     )
 
 
-def build_dataset(
-    request: DatasetRequest,
-    stream: EventStream,
-    should_stop: Callable[[], bool],
-    is_paused: Callable[[], bool] = lambda: False,
-    on_activity: Callable[[dict[str, int]], None] = lambda decoding: None,
-) -> Dataset:
-    import time
+Ready = CachedFrames | SkipSession
 
+
+@dataclass
+class _Plan:
+    """Each session's recording and cache entry, what is ready, and what must be decoded."""
+
+    recordings: dict[str, Recording] = field(default_factory=dict)
+    entries: dict[str, cache.CacheEntry] = field(default_factory=dict)
+    ready: dict[str, Ready] = field(default_factory=dict)
+    decode: list[DecodeRequest] = field(default_factory=list)
+
+
+def _plan(request: DatasetRequest) -> _Plan:
+    plan = _Plan()
+    limits = _limits(request.config)
+    for session_id in request.sessions:
+        try:
+            recording = load_recording(request.root, session_id)
+            entry = cache.entry_for(request.root, recording)
+        except SkipSession as skip:
+            plan.ready[session_id] = skip
+            continue
+        except OSError as error:
+            plan.ready[session_id] = SkipSession("invalid_recording", f"cannot read: {error}")
+            continue
+        except Exception as error:  # defence in depth: one session never ends the job
+            plan.ready[session_id] = _internal_skip(error)
+            continue
+        plan.recordings[session_id] = recording
+        plan.entries[session_id] = entry
+        started = time.monotonic()
+        hit = cache.load(entry)
+        if hit is not None:
+            hit.stats["cached"] = True
+            hit.stats["cacheLoadSeconds"] = round(time.monotonic() - started, 4)
+            plan.ready[session_id] = hit
+            continue
+        plan.decode.append(
+            DecodeRequest(
+                session_id=session_id,
+                video_path=recording.video_path,
+                offset_ms=recording.video_offset_ms,
+                frames_path=entry.frames_path,
+                meta_path=entry.meta_path,
+                name=entry.name,
+                key=entry.key,
+                limits=limits,
+            )
+        )
+    return plan
+
+
+def _internal_skip(error: Exception) -> SkipSession:
+    detail = "".join(traceback.format_exception(error))[-4000:]
+    reason = f"unexpected {type(error).__name__} while reading the session: {str(error)[:300]}"
+    return SkipSession("session_internal", reason, detail)
+
+
+def _read_back(entry: cache.CacheEntry, outcome: Outcome) -> Ready:
+    if not isinstance(outcome, DecodeDone):
+        return SkipSession(outcome.code, outcome.reason)
+    loaded = cache.load(entry)
+    if loaded is None:
+        return SkipSession("decode_error", "the decoder's output could not be read back")
+    loaded.stats["cached"] = False
+    return loaded
+
+
+def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeWatcher) -> Dataset:
+    """Decode in parallel, then label and sample strictly in the given order."""
     started = time.monotonic()
     sessions = request.sessions
     per_session = per_session_capacity(request.config.maxSamples, len(sessions))
@@ -154,78 +296,23 @@ def build_dataset(
     dataset = Dataset(
         schema=request.schema, pool=train_builder.build(), validation=held_builder.build()
     )
-
-    recordings: dict[str, Recording] = {}
-    entries: dict[str, cache.CacheEntry] = {}
-    ready: dict[str, Any] = {}  # sessionId -> CachedFrames or SkipSession
-    decode_requests = []
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
     cache.remove_temporaries(request.root)
-    limits = _limits(request.config)
-    for session_id in sessions:
-        try:
-            recording = load_recording(request.root, session_id)
-            entry = cache.entry_for(request.root, recording)
-        except SkipSession as skip:
-            ready[session_id] = skip
-            continue
-        except OSError as error:
-            ready[session_id] = SkipSession("invalid_recording", f"cannot read: {error}")
-            continue
-        recordings[session_id] = recording
-        entries[session_id] = entry
-        hit = cache.load(entry)
-        if hit is not None:
-            hit.stats["cached"] = True
-            ready[session_id] = hit
-            continue
-        decode_requests.append(
-            {
-                "sessionId": session_id,
-                "videoPath": str(recording.video_path),
-                "offsetMs": recording.video_offset_ms,
-                "framesPath": str(entry.frames_path),
-                "metaPath": str(entry.meta_path),
-                "name": entry.name,
-                "key": entry.key,
-                "limits": dict(limits.__dict__),
-                "nice": 0,
-            }
-        )
-
+    plan = _plan(request)
     pool = DecoderPool(
         threads=request.config.threads,
         timeout_seconds=request.config.decodeTimeoutSeconds,
-        should_stop=should_stop,
-        is_paused=is_paused,
-        on_tick=on_activity,
+        should_stop=watcher.should_stop,
+        is_paused=watcher.poll_pause,
+        on_tick=watcher.show_decoding,
     )
-    results = pool.run(decode_requests)
-    position = 0
-    while position < len(sessions):
-        session_id = sessions[position]
-        while session_id not in ready:
-            try:
-                finished, outcome = next(results)
-            except StopIteration:
-                break
-            if outcome[0] == "ok":
-                loaded = cache.load(entries[finished])
-                ready[finished] = loaded or SkipSession(
-                    "decode_error", "the decoder's output could not be read back"
-                )
-                if loaded is not None:
-                    loaded.stats["cached"] = False
-            else:
-                ready[finished] = SkipSession(outcome[1], outcome[2])
-        if session_id not in ready or should_stop():
-            dataset.stopped = True
+    results = pool.run(plan.decode)
+    for session_id in sessions:
+        if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
             break
-        _process_session(
-            request, dataset, session_id, recordings.get(session_id), ready.pop(session_id),
-            per_session, train_builder, held_builder, stream,
-        )  # fmt: skip
-        position += 1
+        builder = held_builder if is_held_out(session_id) else train_builder
+        session = _Session(session_id, plan.recordings.get(session_id), plan.ready.pop(session_id))
+        _process_session(request, dataset, session, per_session, builder, stream)
     results.close()  # stops any decoder still running (the pool's finally)
     dataset.pool = train_builder.build()
     dataset.validation = held_builder.build()
@@ -233,79 +320,131 @@ def build_dataset(
     cache.evict(
         request.root,
         request.config.cacheMaxMegabytes * 2**20,
-        keep={entry.name for entry in entries.values()},
+        keep={entry.name for entry in plan.entries.values()},
     )
     return dataset
+
+
+def _wait_until_ready(session_id: str, plan: _Plan, results: Iterator[tuple[str, Outcome]]) -> bool:
+    """Collect finished decoders until `session_id` is ready; False when they ran out."""
+    while session_id not in plan.ready:
+        try:
+            finished, outcome = next(results)
+        except StopIteration:
+            return False
+        plan.ready[finished] = _read_back(plan.entries[finished], outcome)
+    return True
+
+
+@dataclass(frozen=True)
+class _Session:
+    session_id: str
+    recording: Recording | None
+    ready: Ready
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    schema: Schema
+    labels: Labels
+    usable: list[int]
+    commands: int
+    invalid_lines: int
+    clipped_values: int
+
+
+def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
+    """Read the command log and label the windows; raises SkipSession."""
+    if isinstance(session.ready, SkipSession):
+        raise session.ready
+    recording = session.recording
+    assert recording is not None
+    frames = session.ready
+    log = read_command_log(recording)
+    if not held_out:
+        schema = extended(
+            schema, ((c.type, c.values) for c in log.commands), recording.command_roles
+        )
+    labels = label_windows(frames.ticks, log.commands, schema)
+    stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
+    usable = np.flatnonzero(~stale & ~labels.unsupported).tolist()
+    if not usable:
+        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
+    return _Labelled(
+        schema, labels, usable, len(log.commands), log.invalid_lines, log.clipped_values
+    )
 
 
 def _process_session(
     request: DatasetRequest,
     dataset: Dataset,
-    session_id: str,
-    recording: Recording | None,
-    outcome: Any,
+    session: _Session,
     per_session: int,
-    train_builder: WindowSetBuilder,
-    held_builder: WindowSetBuilder,
+    builder: WindowSetBuilder,
     stream: EventStream,
 ) -> None:
-    held_out = is_held_out(session_id)
-    partition = partition_name(session_id)
+    session_id = session.session_id
+    partition = partition_of(session_id)
+    held_out = partition is Partition.HELD_OUT
     try:
-        if isinstance(outcome, SkipSession):
-            raise outcome
-        assert recording is not None
-        log = read_command_log(recording)
-        schema = dataset.schema
-        if not held_out:
-            schema = extended(
-                schema, ((c.type, c.values) for c in log.commands), recording.command_roles
-            )
-        labels = label_windows(outcome.ticks, log.commands, schema)
-        stale = (outcome.ticks - outcome.frame_times) > STALE_FRAME_MS
-        usable_mask = ~stale & ~labels.unsupported
-        usable = np.flatnonzero(usable_mask).tolist()
-        if not usable:
-            raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
+        labelled = _label(session, dataset.schema, held_out)
     except SkipSession as skip:
-        dataset.rejected[session_id] = skip.reason
-        stream.emit(
-            "skipped", sessionId=session_id, code=skip.code, reason=skip.reason, partition=partition
-        )
+        _skip(dataset, stream, session_id, partition, skip)
         return
+    except Exception as error:  # defence in depth: one session never ends the job
+        _skip(dataset, stream, session_id, partition, _internal_skip(error))
+        return
+    recording, frames, labels = session.recording, session.ready, labelled.labels
+    assert recording is not None and isinstance(frames, CachedFrames)
     indices: list[int] = []
     if request.keep_windows:
         rng = session_rng(request.seed, session_id)
         categories = labels.category.tolist()
-        indices = sample_windows(usable, categories, held_out, per_session, rng)
-        (held_builder if held_out else train_builder).add(outcome.frames, labels, indices)
+        indices = sample_windows(labelled.usable, categories, held_out, per_session, rng)
+        builder.add(frames.frames, labels, indices)
     if not held_out:
-        dataset.schema = schema
+        dataset.schema = labelled.schema
         dataset.trained_rovers.add(recording.rover_id)
         profile = recording.control_profile
         if profile is not None and profile not in dataset.control_profiles:
             dataset.control_profiles.append(profile)
     dataset.accepted.append(session_id)
     dataset.observed_windows[session_id] = len(labels.category)
-    diagnostics = {
-        **outcome.stats,
-        **summary(labels),
-        "windows": len(labels.category),
-        "usableWindows": len(usable),
-        "invalidCommandLines": log.invalid_lines,
-        "clippedCommandValues": log.clipped_values,
-        "commands": len(log.commands),
-        "partition": partition,
-        "sampledWindows": len(indices),
-        "roverId": recording.rover_id,
-        "controlProfile": recording.control_profile,
-    }
-    dataset.rows.append({"sessionId": session_id, **diagnostics})
+    result = SessionResult(
+        session_id=session_id,
+        partition=partition,
+        decode=frames.stats,
+        labels=summary(labels),
+        windows=len(labels.category),
+        usable_windows=len(labelled.usable),
+        invalid_command_lines=labelled.invalid_lines,
+        clipped_command_values=labelled.clipped_values,
+        commands=labelled.commands,
+        sampled_windows=len(indices),
+        rover_id=recording.rover_id,
+        control_profile=recording.control_profile,
+    )
+    dataset.sessions.append(result)
     stream.emit(
         "dataset",
         sessionId=session_id,
-        windows=len(labels.category),
+        windows=result.windows,
         sampled=len(indices),
         partition=partition,
-        diagnostics=diagnostics,
+        diagnostics=result.diagnostics(),
+    )
+
+
+def _skip(
+    dataset: Dataset, stream: EventStream, session_id: str, partition: Partition, skip: SkipSession
+) -> None:
+    dataset.rejected[session_id] = skip.reason
+    detail = {"detail": skip.detail} if skip.detail else {}
+    stream.emit(
+        "skipped",
+        sessionId=session_id,
+        code=skip.code,
+        reason=skip.reason,
+        partition=partition,
+        **detail,
     )

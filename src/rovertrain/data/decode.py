@@ -11,7 +11,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -20,18 +19,11 @@ import numpy as np
 from av.video.reformatter import VideoReformatter
 
 from rovertrain.data.containers import describe_head, sniff_container
+from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
 from rovertrain.errors import SkipSession
 
 DECODER_VERSION = 1
-
-
-@dataclass(frozen=True)
-class DecodeLimits:
-    max_bytes: int
-    max_pixels: int
-    max_seconds: float
-    threads: int
 
 
 def open_checked(path: Path, limits: DecodeLimits) -> tuple[str, int]:

@@ -7,9 +7,9 @@ import ctypes
 import os
 import signal
 import time
-from pathlib import Path
-from typing import Any
+from multiprocessing.connection import Connection
 
+from rovertrain.data.decode_protocol import DecodeDone, DecodeFailure, DecodeRequest, FramesDecoded
 from rovertrain.hooks import test_hooks
 
 PR_SET_PDEATHSIG = 1
@@ -21,47 +21,47 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def main(request: dict[str, Any], conn: Any) -> None:
+def main(request: DecodeRequest, conn: Connection) -> None:
     _die_with_parent()
     # The parent handles SIGINT/SIGTERM; a child only stops when told to or killed.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
-        os.nice(int(request.get("nice", 0)))
+        os.nice(request.nice)
     hooks = test_hooks()
-    session_id = request["sessionId"]
+    session_id = request.session_id
     if session_id in hooks.get("crash", []):
         os.kill(os.getpid(), signal.SIGSEGV)
     if session_id in hooks.get("hang", []):
         while True:
             time.sleep(3600)
-    from rovertrain.data.decode import DecodeLimits, decode_to_file
+    from rovertrain.data.decode import decode_to_file
     from rovertrain.errors import SkipSession
 
-    frames_path = Path(request["framesPath"])
+    frames_path = request.frames_path
     temporary = frames_path.with_name(f".{frames_path.name}.{os.getpid()}.tmp")
     try:
         with open(temporary, "wb") as sink:
             result = decode_to_file(
-                Path(request["videoPath"]),
-                float(request["offsetMs"]),
-                DecodeLimits(**request["limits"]),
+                request.video_path,
+                request.offset_ms,
+                request.limits,
                 sink,
                 hooks,
-                lambda frames: conn.send(("frames", frames)),
+                lambda frames: conn.send(FramesDecoded(frames)),
             )
         os.replace(temporary, frames_path)
         from rovertrain.data.cache import CacheEntry, write_meta
 
-        entry = CacheEntry(request["name"], request["key"], frames_path, Path(request["metaPath"]))
+        entry = CacheEntry(request.name, request.key, frames_path, request.meta_path)
         write_meta(entry, result)
-        conn.send(("ok", None))
+        conn.send(DecodeDone())
     except SkipSession as skip:
-        conn.send(("skip", skip.code, skip.reason))
+        conn.send(DecodeFailure(skip.code, skip.reason))
     except MemoryError:
-        conn.send(("skip", "too_large", "decoding ran out of memory"))
+        conn.send(DecodeFailure("too_large", "decoding ran out of memory"))
     except Exception as error:
-        conn.send(("skip", "decode_error", f"{type(error).__name__}: {str(error)[:300]}"))
+        conn.send(DecodeFailure("decode_error", f"{type(error).__name__}: {str(error)[:300]}"))
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()

@@ -11,18 +11,24 @@ import os
 import signal
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
-from multiprocessing.connection import wait
-from typing import Any
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import SpawnContext
+from multiprocessing.process import BaseProcess
 
-Outcome = tuple[Any, ...]  # ("ok", None) or ("skip", code, reason)
+from rovertrain.data.decode_protocol import (
+    DecodeFailure,
+    DecodeRequest,
+    FramesDecoded,
+    Outcome,
+)
 
 
 @dataclass
 class _Child:
     session_id: str
-    process: Any
-    conn: Any
+    process: BaseProcess
+    conn: Connection
     started: float
     paused_seconds: float = 0.0
     outcome: Outcome | None = None
@@ -38,7 +44,7 @@ class DecoderPool:
     on_tick: Callable[[dict[str, int]], None] = lambda active: None
     active: dict[int, _Child] = field(default_factory=dict)
 
-    def run(self, requests: list[dict[str, Any]]) -> Generator[tuple[str, Outcome], None, None]:
+    def run(self, requests: list[DecodeRequest]) -> Generator[tuple[str, Outcome], None, None]:
         """Yield (sessionId, outcome) as children finish. Stops early when asked to."""
         context = multiprocessing.get_context("spawn")
         pending = list(requests)
@@ -50,31 +56,32 @@ class DecoderPool:
                 while pending and len(self.active) < self.threads:
                     request = pending.pop(0)
                     share = max(1, self.threads // max(1, min(self.threads, len(pending) + 1)))
-                    request["limits"]["threads"] = share
-                    self._start(context, request)
+                    self._start(
+                        context, replace(request, limits=replace(request.limits, threads=share))
+                    )
                 yield from self._collect()
                 self.on_tick({child.session_id: child.frames for child in self.active.values()})
         finally:
             self.stop_all()
 
-    def _start(self, context: Any, request: dict[str, Any]) -> None:
+    def _start(self, context: SpawnContext, request: DecodeRequest) -> None:
         from rovertrain.data import decoder_child
 
         parent_conn, child_conn = context.Pipe(duplex=False)
         process = context.Process(
             target=decoder_child.main,
             args=(request, child_conn),
-            name=f"rovertrain-decode-{request['sessionId']}",
+            name=f"rovertrain-decode-{request.session_id}",
             daemon=True,
         )
         process.start()
         child_conn.close()
         self.active[process.sentinel] = _Child(
-            request["sessionId"], process, parent_conn, time.monotonic()
+            request.session_id, process, parent_conn, time.monotonic()
         )
 
     def _collect(self) -> Iterator[tuple[str, Outcome]]:
-        handles: list[Any] = []
+        handles: list[Connection | int] = []
         for child in self.active.values():
             handles.extend([child.process.sentinel, child.conn])
         ready = set(wait(handles, timeout=0.2))
@@ -90,14 +97,8 @@ class DecoderPool:
             elif now - child.started - child.paused_seconds > self.timeout_seconds:
                 self._kill(child)
                 self._forget(sentinel)
-                yield (
-                    child.session_id,
-                    (
-                        "skip",
-                        "decode_timeout",
-                        f"decoding took longer than {self.timeout_seconds:g} s and was stopped",
-                    ),
-                )
+                reason = f"decoding took longer than {self.timeout_seconds:g} s and was stopped"
+                yield child.session_id, DecodeFailure("decode_timeout", reason)
 
     @staticmethod
     def _drain(child: _Child) -> None:
@@ -105,8 +106,8 @@ class DecoderPool:
         try:
             while child.outcome is None and child.conn.poll():
                 message = child.conn.recv()
-                if message[0] == "frames":
-                    child.frames = int(message[1])
+                if isinstance(message, FramesDecoded):
+                    child.frames = message.count
                 else:
                     child.outcome = message
         except (EOFError, OSError):
@@ -119,8 +120,8 @@ class DecoderPool:
                 name = signal.Signals(-exitcode).name
             except ValueError:
                 name = f"signal {-exitcode}"
-            return ("skip", "decoder_crashed", f"the decoder process crashed ({name})")
-        return ("skip", "decoder_crashed", f"the decoder process exited with code {exitcode}")
+            return DecodeFailure("decoder_crashed", f"the decoder process crashed ({name})")
+        return DecodeFailure("decoder_crashed", f"the decoder process exited with code {exitcode}")
 
     def _hold_while_paused(self) -> None:
         if not self.is_paused():
@@ -140,9 +141,6 @@ class DecoderPool:
             with contextlib.suppress(OSError, TypeError):
                 if child.process.pid:
                     os.kill(child.process.pid, number)
-
-    def child_pids(self) -> list[int]:
-        return [child.process.pid for child in self.active.values() if child.process.pid]
 
     @staticmethod
     def _kill(child: _Child) -> None:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from enum import StrEnum
+
+
+class Partition(StrEnum):
+    TRAINING = "training"
+    HELD_OUT = "heldOut"
 
 
 def is_held_out(session_id: str) -> bool:
@@ -23,5 +29,5 @@ def processing_order(sessions: Sequence[str], seed: int) -> list[str]:
     return ordered
 
 
-def partition_name(session_id: str) -> str:
-    return "heldOut" if is_held_out(session_id) else "training"
+def partition_of(session_id: str) -> Partition:
+    return Partition.HELD_OUT if is_held_out(session_id) else Partition.TRAINING

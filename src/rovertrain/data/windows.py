@@ -70,9 +70,15 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             by_slot.setdefault(slot, []).append(command)
     if count == 0:
         return Labels(
-            states.reshape(0, -1), fires, values, available,
-            np.zeros(0, dtype=np.int8), unsupported, event_counts, 0,
-        )  # fmt: skip
+            states=states.reshape(0, -1),
+            fires=fires,
+            values=values,
+            available=available,
+            category=np.zeros(0, dtype=np.int8),
+            unsupported=unsupported,
+            command_event_counts=event_counts,
+            unsupported_command_events=0,
+        )
     span_end = ticks_f[-1] + TICK_MS
     if other_times:
         times = np.sort(np.asarray(other_times))
@@ -120,19 +126,43 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
     if stop_slots:
         category[fires[:, stop_slots].any(axis=1)] = CATEGORY_STOP
     return Labels(
-        states.reshape(count, -1), fires, values, available, category, unsupported,
-        event_counts, unsupported_events,
-    )  # fmt: skip
+        states=states.reshape(count, -1),
+        fires=fires,
+        values=values,
+        available=available,
+        category=category,
+        unsupported=unsupported,
+        command_event_counts=event_counts,
+        unsupported_command_events=unsupported_events,
+    )
 
 
 def category_counts(category: np.ndarray) -> dict[str, int]:
     return {name: int((category == code).sum()) for code, name in enumerate(CATEGORY_NAMES)}
 
 
-def summary(labels: Labels) -> dict[str, Any]:
-    return {
-        "categories": category_counts(labels.category),
-        "commandEventCounts": labels.command_event_counts,
-        "unsupportedCommandEvents": labels.unsupported_command_events,
-        "unsupportedWindows": int(labels.unsupported.sum()),
-    }
+@dataclass(frozen=True)
+class LabelSummary:
+    """A session's labels in numbers: window categories and command events per slot."""
+
+    categories: dict[str, int]
+    command_event_counts: list[int]
+    unsupported_command_events: int
+    unsupported_windows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "categories": self.categories,
+            "commandEventCounts": self.command_event_counts,
+            "unsupportedCommandEvents": self.unsupported_command_events,
+            "unsupportedWindows": self.unsupported_windows,
+        }
+
+
+def summary(labels: Labels) -> LabelSummary:
+    return LabelSummary(
+        categories=category_counts(labels.category),
+        command_event_counts=list(labels.command_event_counts),
+        unsupported_command_events=labels.unsupported_command_events,
+        unsupported_windows=int(labels.unsupported.sum()),
+    )

@@ -16,19 +16,33 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from enum import StrEnum
+from types import FrameType, TracebackType
 
+from rovertrain.errors import ErrorCode
 from rovertrain.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+class Phase(StrEnum):
+    START = "start"
+    DECODE = "decode"
+    TRAIN = "train"
+    EVALUATE = "evaluate"
+    PUBLISH = "publish"
+
+
 class JobControl:
     def __init__(
-        self, stream: EventStream, max_seconds: float, grace: float, max_paused: float,
+        self,
+        stream: EventStream,
+        max_seconds: float,
+        grace: float,
+        max_paused: float,
         heartbeat_seconds: float = 15.0,
-    ):  # fmt: skip
+    ):
         self.stream = stream
         self.heartbeat_seconds = heartbeat_seconds
         self.max_seconds = max_seconds
@@ -40,12 +54,12 @@ class JobControl:
         self.pause_requested = False
         self.paused_since: float | None = None
         self.paused_total = 0.0
-        self.phase = "start"
+        self.phase = Phase.START
         self.activity = ""
-        self.details: dict[str, Any] = {}
+        self.details: dict[str, dict[str, int]] = {}
         self.finished = threading.Event()
-        self.on_force_exit: list[Callable[[], None]] = []
-        self._previous: dict[int, Any] = {}
+        self.decoding_watchers: list[Callable[[dict[str, int]], None]] = []
+        self._previous: dict[int, signal._HANDLER] = {}
         self._wakeup_read = -1
         self._wakeup_write = -1
         self._previous_wakeup = -1
@@ -67,7 +81,11 @@ class JobControl:
         return self.elapsed() >= self.max_seconds
 
     def should_stop(self) -> bool:
-        return self.stop_reason is not None or self.budget_reached()
+        return self.stop_requested() or self.budget_reached()
+
+    def stop_requested(self) -> bool:
+        """A signal, a vanished reader or the pause limit asked the job to stop."""
+        return self.stop_reason is not None
 
     def stop_label(self) -> str | None:
         if self.stop_reason:
@@ -106,6 +124,13 @@ class JobControl:
             self.pause_ended()
         return paused
 
+    def show_decoding(self, decoding: dict[str, int]) -> None:
+        """Which sessions are being decoded, with frames so far (heartbeats and watchers)."""
+        self.activity = ", ".join(f"decoding {sid}: {n} frames" for sid, n in decoding.items())
+        self.details = {"decoding": decoding}
+        for watcher in self.decoding_watchers:
+            watcher(decoding)
+
     def pause_began(self) -> None:
         if self.paused_since is None:
             self.paused_since = time.monotonic()
@@ -117,9 +142,11 @@ class JobControl:
             self.paused_total += paused_for
             self.paused_since = None
             self.stream.emit(
-                "resumed", phase=self.phase, pausedSeconds=round(paused_for, 3),
+                "resumed",
+                phase=self.phase,
+                pausedSeconds=round(paused_for, 3),
                 elapsedSeconds=round(self.elapsed(), 3),
-            )  # fmt: skip
+            )
 
     # -- signals -------------------------------------------------------------------------
     def install(self) -> None:
@@ -150,13 +177,25 @@ class JobControl:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def _on_stop_signal(self, number: int, _frame: Any) -> None:
+    def __enter__(self) -> JobControl:
+        self.install()
+        return self
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> None:
+        self.uninstall()
+
+    def _on_stop_signal(self, number: int, _frame: FrameType | None) -> None:
         self.request_stop(f"Stopped by {signal.Signals(number).name}")
 
-    def _on_pause(self, _number: int, _frame: Any) -> None:
+    def _on_pause(self, _number: int, _frame: FrameType | None) -> None:
         self.pause_requested = True
 
-    def _on_continue(self, _number: int, _frame: Any) -> None:
+    def _on_continue(self, _number: int, _frame: FrameType | None) -> None:
         self.pause_requested = False
 
     def _watch(self) -> None:
@@ -177,10 +216,10 @@ class JobControl:
             self._check_pause_limit()
             self._heartbeat()
             if self._stop_signals_seen >= 2:
-                self._force_exit("interrupted", "Stopped at once by a second stop signal.")
+                self._force_exit(ErrorCode.INTERRUPTED, "Stopped at once by a second stop signal.")
             elif self.elapsed() > self.max_seconds + self.grace:
                 self._force_exit(
-                    "deadline_exceeded",
+                    ErrorCode.DEADLINE_EXCEEDED,
                     f"The job ran past maxJobSeconds plus the {self.grace:g} s grace and was ended.",
                 )
             elif (
@@ -188,11 +227,11 @@ class JobControl:
                 and time.monotonic() - self.stop_requested_at > self.grace
             ):
                 self._force_exit(
-                    "stop_timeout",
+                    ErrorCode.STOP_TIMEOUT,
                     f"The job did not stop within {self.grace:g} s of the request and was ended.",
                 )
 
-    def enter(self, phase: str) -> None:
+    def enter(self, phase: Phase) -> None:
         self.phase = phase
         self.activity = ""
         self.details = {}
@@ -206,17 +245,17 @@ class JobControl:
         try:
             if not self.stream.terminal_written:
                 self.stream.emit(
-                    "heartbeat", phase=self.phase, elapsedSeconds=round(self.elapsed(), 3),
-                    activity=self.activity, paused=self.paused_since is not None,
+                    "heartbeat",
+                    phase=self.phase,
+                    elapsedSeconds=round(self.elapsed(), 3),
+                    activity=self.activity,
+                    paused=self.paused_since is not None,
                     **self.details,
-                )  # fmt: skip
+                )
         finally:
             self.stream.release()
 
-    def _force_exit(self, code: str, message: str) -> None:
-        for action in self.on_force_exit:
-            with contextlib.suppress(Exception):
-                action()
+    def _force_exit(self, code: ErrorCode, message: str) -> None:
         if self.stream.acquire(timeout=2.0):
             try:
                 if not self.stream.terminal_written:

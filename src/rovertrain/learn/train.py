@@ -6,20 +6,84 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from rovertrain.data.dataset import WindowSet
-from rovertrain.errors import RovertrainError
-from rovertrain.job.config import Config
-from rovertrain.job.control import JobControl
-from rovertrain.learn.learning import LossSetup, augment, batch_tensors, losses
+from rovertrain.errors import ErrorCode, RovertrainError
+from rovertrain.learn.batches import augment, batch_tensors
+from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy
-from rovertrain.protocol.events import EventStream
 
 PROGRESS_EVERY = 10
+NON_FINITE_LOSS = (
+    "The training loss became NaN or infinite; nothing was published. "
+    "Lower config.learningRate or check the recordings."
+)
+NON_FINITE_GRADIENT = "A training gradient became NaN or infinite; nothing was published."
+
+
+class StopCause(StrEnum):
+    """Why training ended (`trainingStoppedBy` in the job's diagnostics)."""
+
+    PASSES_COMPLETED = "passes completed"
+    STOP_REQUESTED = "stop requested"
+    TIME_BUDGET = "time budget"
+    MAX_STEPS = "maxStepsPerJob"
+
+    def publication_blocker(self) -> str | None:
+        """Running out of budget is a reason not to promote; other causes are not."""
+        return "Job time budget reached" if self is StopCause.TIME_BUDGET else None
+
+
+class TrainingControl(Protocol):
+    """What the loop needs from the job's lifecycle (pause, stop, budget)."""
+
+    activity: str
+
+    def safe_point(self) -> None: ...
+    def stop_requested(self) -> bool: ...
+    def elapsed(self) -> float: ...
+    def remaining(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    learning_rate: float
+    weight_decay: float
+    batch_size: int
+    passes: int
+    max_steps: int
+    augment: bool
+    bf16: bool
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """One job's training: what to fit, how, from which counters, until when."""
+
+    pool: WindowSet
+    setup: LossSetup
+    hyper: Hyperparameters
+    seed: int
+    start_steps: int
+    start_examples: int
+    deadline_seconds: float  # budget seconds (JobControl.elapsed) at which training must stop
+
+
+@dataclass(frozen=True)
+class TrainingProgress:
+    """Every PROGRESS_EVERY steps: the `progress` event's figures."""
+
+    steps: int
+    examples: int
+    loss: float
+    event_loss: float
+    value_loss: float
+    examples_per_second: float
 
 
 @dataclass
@@ -28,85 +92,78 @@ class TrainResult:
     examples: int = 0
     losses: list[float] = field(default_factory=list)
     gradient_norms: list[float] = field(default_factory=list)
-    stopped_by: str = "passes completed"
+    stopped_by: StopCause = StopCause.PASSES_COMPLETED
     seconds: float = 0.0
 
+    def mean_loss(self) -> float:
+        return sum(self.losses) / len(self.losses)
 
-def build_optimizer(model: Policy, config: Config) -> torch.optim.Optimizer:
+
+def build_optimizer(model: Policy, hyper: Hyperparameters) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
-        model.parameters(), lr=config.learningRate, weight_decay=config.weightDecay
+        model.parameters(), lr=hyper.learning_rate, weight_decay=hyper.weight_decay
     )
+
+
+def _finite_or_fail(value: float, what: str, message: str, step: int) -> None:
+    if not math.isfinite(value):
+        raise RovertrainError(ErrorCode.NON_FINITE_LOSS, message, f"step {step}: {what} {value}")
 
 
 def train(
     model: Policy,
     optimizer: torch.optim.Optimizer,
-    pool: WindowSet,
-    setup: LossSetup,
-    config: Config,
-    control: JobControl,
-    stream: EventStream,
-    start_steps: int,
-    start_examples: int,
-    seed: int,
-    training_deadline: float,
+    plan: TrainingPlan,
+    control: TrainingControl,
+    on_progress: Callable[[TrainingProgress], None],
     on_step: Callable[[int], None] = lambda steps: None,
 ) -> TrainResult:
     result = TrainResult()
-    steps, examples = start_steps, start_examples
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + start_steps)
-    use_bf16 = config.precision == "bf16"
+    hyper = plan.hyper
+    steps, examples = plan.start_steps, plan.start_examples
+    generator = torch.Generator().manual_seed(plan.seed * 1_000_003 + plan.start_steps)
 
     def out_of_steps() -> bool:
-        return result.steps >= config.maxStepsPerJob
+        return result.steps >= hyper.max_steps
 
     def out_of_time() -> bool:
-        return control.elapsed() >= training_deadline
+        return control.elapsed() >= plan.deadline_seconds
 
-    def stop_requested() -> bool:
-        return control.stop_reason is not None
+    def stop_cause() -> StopCause | None:
+        if control.stop_requested():
+            return StopCause.STOP_REQUESTED
+        if out_of_time():
+            return StopCause.TIME_BUDGET
+        if out_of_steps():
+            return StopCause.MAX_STEPS
+        return None
 
     started = time.monotonic()
     window_started, window_examples = started, 0
     model.train()
-    for _ in range(config.passesPerJob):
-        order = torch.randperm(len(pool), generator=generator).numpy()
-        for offset in range(0, len(order), config.batchSize):
+    for _ in range(hyper.passes):
+        order = torch.randperm(len(plan.pool), generator=generator).numpy()
+        for offset in range(0, len(order), hyper.batch_size):
             control.safe_point()
-            if stop_requested():
-                result.stopped_by = "stop requested"
-            elif out_of_time():
-                result.stopped_by = "time budget"
-            elif out_of_steps():
-                result.stopped_by = "maxStepsPerJob"
-            if result.stopped_by != "passes completed":
+            cause = stop_cause()
+            if cause is not None:
+                result.stopped_by = cause
                 break
             control.activity = f"training step {steps + 1}"
-            chosen = np.sort(order[offset : offset + config.batchSize])
-            batch = batch_tensors(pool, chosen)
-            images = augment(batch.images, generator) if config.augment else batch.images
+            chosen = np.sort(order[offset : offset + hyper.batch_size])
+            batch = batch_tensors(plan.pool, chosen)
+            images = augment(batch.images, generator) if hyper.augment else batch.images
             images = images.contiguous(memory_format=torch.channels_last)
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_bf16):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=hyper.bf16):
                 logits, predictions = model(images, batch.states)
-            event_loss, value_loss = losses(logits, predictions, batch, setup)
+            event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
             loss = event_loss + value_loss
             loss_value = float(loss.item())
-            if not math.isfinite(loss_value):
-                raise RovertrainError(
-                    "non_finite_loss",
-                    "The training loss became NaN or infinite; nothing was published. "
-                    "Lower config.learningRate or check the recordings.",
-                    f"step {steps + 1}: loss {loss_value}",
-                )
+            _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, steps + 1)
             loss.backward()
             norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
-            if not math.isfinite(norm):
-                raise RovertrainError(
-                    "non_finite_loss",
-                    "A training gradient became NaN or infinite; nothing was published.",
-                    f"step {steps + 1}: gradient norm {norm}",
-                )
+            _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, steps + 1)
             optimizer.step()
             steps += 1
             examples += len(chosen)
@@ -119,21 +176,18 @@ def train(
                 now = time.monotonic()
                 rate = window_examples / max(1e-9, now - window_started)
                 window_started, window_examples = now, 0
-                stream.emit(
-                    "progress",
-                    steps=steps,
-                    examples=examples,
-                    loss=loss_value,
-                    losses={
-                        "events": float(event_loss.item()),
-                        "commandValues": float(value_loss.item()),
-                    },
-                    examplesPerSecond=round(rate, 2),
-                    elapsedSeconds=round(control.elapsed(), 3),
-                    remainingSeconds=round(max(0.0, control.remaining()), 3),
+                on_progress(
+                    TrainingProgress(
+                        steps=steps,
+                        examples=examples,
+                        loss=loss_value,
+                        event_loss=float(event_loss.item()),
+                        value_loss=float(value_loss.item()),
+                        examples_per_second=round(rate, 2),
+                    )
                 )
             on_step(steps)
-        if result.stopped_by != "passes completed":
+        if result.stopped_by is not StopCause.PASSES_COMPLETED:
             break
     result.seconds = round(time.monotonic() - started, 3)
     return result

@@ -1,0 +1,180 @@
+"""The imitation gate and the publication rules: pure decisions over measured figures.
+
+No torch, no av, no I/O: every rule here is unit-tested on plain numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from rovertrain.job.config import Config, Gate
+from rovertrain.learn.metrics import EventMetrics
+
+MINUTE_WINDOWS = 600
+"""100 ms windows per minute of driving."""
+
+
+class GateStatus(StrEnum):
+    PASSED = "passed imitation gate"
+    NOT_MET = "imitation gate not met"
+    WAITING = "waiting for held-out sessions"
+    NO_SUPPORTED_WINDOWS = "No supported held-out windows"
+
+
+@dataclass(frozen=True)
+class HeldOutSupport:
+    """What the held-out sessions contain that the policy has no slot for."""
+
+    sessions: int
+    unsupported_command_events: int
+    unsupported_windows: int
+
+
+def gate_reasons(
+    measured: EventMetrics, gate: Gate, expected_windows: int, support: HeldOutSupport
+) -> list[str]:
+    """The imitation gate's 13 conditions; an empty list means the gate passed."""
+    g = gate
+    conditions: Sequence[tuple[bool, str]] = (
+        (
+            support.unsupported_command_events == 0,
+            "Held-out controls are not fully represented; see unsupportedCommands",
+        ),
+        (measured.windows == expected_windows, "Evaluation interrupted"),
+        (
+            support.sessions >= g.minHeldOutSessions,
+            f"Need {g.minHeldOutSessions} usable held-out recordings",
+        ),
+        (measured.windows >= g.minHeldOutWindows, f"Need {g.minHeldOutWindows} held-out windows"),
+        (
+            measured.positive_actions >= g.minCommandEvents,
+            f"Need {g.minCommandEvents} held-out command events",
+        ),
+        (measured.stop_events >= g.minStopEvents, f"Need {g.minStopEvents} held-out stop events"),
+        (
+            measured.movement_events >= g.minMovementEvents,
+            f"Need {g.minMovementEvents} held-out movement commands",
+        ),
+        (
+            measured.movement_recall >= g.minMovementRecall,
+            f"Movement command recall below {g.minMovementRecall:g}",
+        ),
+        (measured.precision >= g.minPrecision, f"Command precision below {g.minPrecision:g}"),
+        (measured.recall >= g.minRecall, f"Command recall below {g.minRecall:g}"),
+        (measured.stop_recall >= g.minStopRecall, f"Stop recall below {g.minStopRecall:g}"),
+        (
+            measured.f1 > measured.best_baseline_f1(),
+            "Command F1 does not beat the training-frequency baseline",
+        ),
+        (
+            measured.numeric_mse <= g.maxNumericMse,
+            f"Command parameter error above {g.maxNumericMse:g}",
+        ),
+    )
+    return [reason for passed, reason in conditions if not passed]
+
+
+def gate_status(reasons: list[str]) -> GateStatus:
+    return GateStatus.NOT_MET if reasons else GateStatus.PASSED
+
+
+def unevaluated_status(support: HeldOutSupport, held_out_windows: int) -> GateStatus:
+    """The status when the held-out windows cannot be scored (none, or stopped)."""
+    if support.unsupported_command_events and not held_out_windows:
+        return GateStatus.NO_SUPPORTED_WINDOWS
+    return GateStatus.WAITING
+
+
+@dataclass(frozen=True)
+class PublicationDecision:
+    """Whether a candidate is promoted, and the seed's publication figures."""
+
+    distinct_minutes: float
+    new_minutes: float
+    minimum_minutes: float
+    required_new_minutes: float
+    blockers: tuple[str, ...]
+
+    @property
+    def promote(self) -> bool:
+        return not self.blockers
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.blockers) or "Latest updated"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "distinctMinutes": self.distinct_minutes,
+            "newMinutes": self.new_minutes,
+            "minimumMinutes": self.minimum_minutes,
+            "requiredNewMinutes": self.required_new_minutes,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class PublicationHistory:
+    """What earlier jobs published: counted in distinct windows and training steps."""
+
+    distinct_windows: int
+    published_windows: int
+    steps_since_publication: int
+
+
+def publication_reasons(
+    distinct_minutes: float,
+    new_minutes: float,
+    steps_since_publication: int,
+    evaluation_status: str,
+    stop_reason: str | None,
+    config: Config,
+) -> list[str]:
+    """Why this candidate should not be promoted; empty means promote."""
+    reasons = []
+    if distinct_minutes < config.minimumDrivingMinutes:
+        reasons.append("Collecting distinct driving footage")
+    if new_minutes < config.newDrivingMinutesPerModel:
+        reasons.append("Waiting for new driving footage since last publication")
+    if steps_since_publication < config.checkpointEverySteps:
+        reasons.append("Training steps below publication interval")
+    if evaluation_status != GateStatus.PASSED:
+        reasons.append(evaluation_status)
+    if stop_reason:
+        reasons.append(stop_reason)
+    return reasons
+
+
+def publication_decision(
+    history: PublicationHistory, status: str, stop_label: str | None, config: Config
+) -> PublicationDecision:
+    distinct = history.distinct_windows / MINUTE_WINDOWS
+    new = (history.distinct_windows - history.published_windows) / MINUTE_WINDOWS
+    blockers = publication_reasons(
+        distinct, new, history.steps_since_publication, status, stop_label, config
+    )
+    return PublicationDecision(
+        distinct_minutes=distinct,
+        new_minutes=new,
+        minimum_minutes=config.minimumDrivingMinutes,
+        required_new_minutes=config.newDrivingMinutesPerModel,
+        blockers=tuple(str(blocker) for blocker in blockers),
+    )
+
+
+def not_enough_data(samples: int, any_command: bool, stopped: bool, minimum: int) -> str | None:
+    """Why the job cannot train at all, or None."""
+    if stopped:
+        return "Stopped/time limit"
+    if samples < minimum or not any_command:
+        return "Waiting for enough training-partition samples with human actions"
+    return None
+
+
+def training_deadline(max_seconds: float, held_out_windows: int) -> float:
+    """When training must stop so evaluation and publication still fit in the budget."""
+    reserve = min(max_seconds * 0.25, 3.0 + held_out_windows * 0.002)
+    return max_seconds - reserve

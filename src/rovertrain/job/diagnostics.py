@@ -1,0 +1,51 @@
+"""The `complete` event's `diagnostics`: what a person needs to understand one job."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from rovertrain.data.command_schema import Schema
+from rovertrain.data.dataset import Dataset
+from rovertrain.learn.policy import specification
+from rovertrain.learn.train import TrainResult
+
+
+@dataclass
+class JobDiagnostics:
+    """Filled step by step; `to_json` writes only what the job got as far as measuring."""
+
+    cpu_started: float = field(default_factory=time.process_time)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def dataset(self, dataset: Dataset) -> None:
+        self.figures.update(
+            dataset=dataset.rows(),
+            decodeSeconds=dataset.decode_seconds,
+            poolBytes=dataset.pool.nbytes() + dataset.validation.nbytes(),
+        )
+
+    def seconds(self, name: str, seconds: float) -> None:
+        self.figures[name] = round(seconds, 3)
+
+    def training(self, result: TrainResult) -> None:
+        self.figures.update(trainingSeconds=result.seconds, trainingStoppedBy=result.stopped_by)
+
+    def audit(self, audit: dict[str, Any]) -> None:
+        self.figures["trainingAudit"] = audit
+
+    def finish(self, schema: Schema) -> None:
+        self.figures.update(
+            cpuSeconds=round(time.process_time() - self.cpu_started, 3),
+            peakRssMiB=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            dependencies={"torch": str(torch.__version__), "numpy": str(np.__version__)},
+            policy=specification(schema),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.figures)

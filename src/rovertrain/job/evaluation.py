@@ -1,0 +1,176 @@
+"""The job's evaluation step: held-out figures against the gate, the audits and the probe."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.dataset import Dataset, WindowSet
+from rovertrain.data.partition import Partition
+from rovertrain.gate import (
+    GateStatus,
+    HeldOutSupport,
+    gate_reasons,
+    gate_status,
+    unevaluated_status,
+)
+from rovertrain.job.config import Job
+from rovertrain.learn.evaluate import Scoring, evaluate, held_out_curve
+from rovertrain.learn.losses import LossSetup
+from rovertrain.learn.metrics import EventMetrics, natural_frequencies
+from rovertrain.learn.policy import Policy
+from rovertrain.learn.probe import probe
+from rovertrain.learn.train import TrainResult, summarise_norms
+from rovertrain.protocol.events import EventStream
+
+AUDIT_WINDOWS = 96
+PROBE_EVERY_STEPS = 1000
+METHOD = "Isolated held-out 100 ms events; no temporal latch or physical rollout"
+
+
+def scoring_for(job: Job, dataset: Dataset) -> Scoring:
+    usable, counts = dataset.natural_command_counts()
+    return Scoring(
+        schema=dataset.schema,
+        threshold=job.actionThreshold,
+        frequencies=natural_frequencies(usable, counts),
+        batch_size=job.config.batchSize,
+    )
+
+
+def held_out_support(dataset: Dataset) -> HeldOutSupport:
+    held = dataset.of_partition(Partition.HELD_OUT)
+    return HeldOutSupport(
+        sessions=len(held),
+        unsupported_command_events=sum(r.labels.unsupported_command_events for r in held),
+        unsupported_windows=sum(r.labels.unsupported_windows for r in held),
+    )
+
+
+@dataclass(frozen=True)
+class GateEvaluation:
+    """The seed's `evaluation` object: held-out metrics and the imitation gate's verdict."""
+
+    status: GateStatus
+    windows: int
+    support: HeldOutSupport
+    threshold: float
+    metrics: EventMetrics | None = None
+    reasons: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        unsupported = {
+            "unsupportedCommandEvents": self.support.unsupported_command_events,
+            "unsupportedWindows": self.support.unsupported_windows,
+        }
+        if self.metrics is None:
+            return {"status": self.status, "windows": self.windows, **unsupported}
+        return {
+            **self.metrics.to_json(),
+            "status": self.status,
+            **unsupported,
+            "method": METHOD,
+            "threshold": self.threshold,
+            "heldOutSessions": self.support.sessions,
+            "gateReasons": list(self.reasons),
+        }
+
+
+def gate_evaluation(
+    model: Policy, dataset: Dataset, job: Job, scoring: Scoring, should_stop: Callable[[], bool]
+) -> GateEvaluation:
+    validation = dataset.validation
+    support = held_out_support(dataset)
+    threshold = job.actionThreshold
+    if not len(validation) or should_stop():
+        status = unevaluated_status(support, len(validation))
+        return GateEvaluation(status, len(validation), support, threshold)
+    measured = evaluate(model, validation, scoring, should_stop)
+    reasons = gate_reasons(measured, job.gate, len(validation), support)
+    return GateEvaluation(
+        gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons)
+    )
+
+
+def audit_windows(pool: WindowSet) -> WindowSet:
+    """A fixed, evenly spread subset of the training pool for the before/after audits."""
+    step = max(1, len(pool) // AUDIT_WINDOWS)
+    return pool.subset(np.arange(0, len(pool), step)[:AUDIT_WINDOWS])
+
+
+@dataclass
+class TrainingAudit:
+    """The seed's training audit: the audit windows before and after, the probe, the inputs."""
+
+    before: EventMetrics
+    after: EventMetrics | None = None
+    learning_probe: dict[str, Any] | None = None
+    probe_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "before": self.before.to_json(),
+            "after": self.after.to_json() if self.after is not None else None,
+            **self.extra,
+            "learningProbe": self.learning_probe,
+        }
+
+
+def probe_due(learning_probe: dict[str, Any] | None, steps: int, last_probe_steps: int) -> bool:
+    return learning_probe is None or steps - last_probe_steps >= PROBE_EVERY_STEPS
+
+
+def run_probe(
+    model: Policy,
+    windows: WindowSet,
+    setup: LossSetup,
+    should_stop: Callable[[], bool],
+    remaining_seconds: float,
+    learning_rate: float,
+    steps: int,
+) -> tuple[dict[str, Any] | None, float]:
+    """The probe's result (None when there is no time for it) and the seconds it took."""
+    if should_stop() or remaining_seconds <= 10:
+        return None, 0.0
+    started = time.monotonic()
+    result = probe(
+        model, windows, setup, should_stop, min(20.0, remaining_seconds / 2), learning_rate
+    )
+    payload = {**result.to_json(), "atTrainingStep": steps}
+    return payload, time.monotonic() - started
+
+
+def audit_inputs(
+    result: TrainResult, setup: LossSetup, scoring: Scoring, pool: WindowSet
+) -> dict[str, Any]:
+    """What training saw: gradient norms, BCE weights, natural and sampled frequencies."""
+    slots = len(scoring.schema)
+    return {
+        "gradientNormBeforeClipping": summarise_norms(result.gradient_norms),
+        "positiveWeights": setup.positive_weight[:slots].tolist(),
+        "naturalTrainingCommandFrequency": scoring.frequencies[:slots].tolist(),
+        "sampledCommandFrequency": pool.fires.mean(axis=0)[:slots].tolist(),
+    }
+
+
+def periodic_evaluation(
+    stream: EventStream,
+    every_steps: int,
+    model: Policy,
+    validation: WindowSet,
+    scoring: Scoring,
+    setup: LossSetup,
+) -> Callable[[int], None]:
+    """Every `every_steps` training steps, an `evaluation` event on the held-out windows."""
+
+    def on_step(step: int) -> None:
+        if every_steps and len(validation) and step % every_steps == 0:
+            curve = held_out_curve(model, validation, scoring, setup)
+            stream.emit("evaluation", steps=step, metrics=curve.to_json())
+
+    return on_step

@@ -1,0 +1,98 @@
+"""The publish step: stage the candidate checkpoint, then carry the state to the next job."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rovertrain import __version__
+from rovertrain.data.dataset import Dataset
+from rovertrain.gate import PublicationDecision
+from rovertrain.job.config import Job
+from rovertrain.job.evaluation import GateEvaluation
+from rovertrain.job.state import TrainingState
+from rovertrain.learn.policy import Policy, parameter_count, specification
+from rovertrain.store.publish import new_identity, publish_checkpoint
+from rovertrain.store.resume import save_resume
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trained model and everything its model.json says about it."""
+
+    job_id: str
+    job: Job
+    dataset: Dataset
+    steps: int
+    examples: int
+    training_loss: float
+    evaluation: GateEvaluation
+    decision: PublicationDecision
+
+
+@dataclass(frozen=True)
+class Published:
+    id: str
+    name: str
+    path: Path
+    document: dict[str, Any]  # model.json as written
+
+
+def model_metadata(
+    candidate: Candidate, state: TrainingState, model: Policy, model_id: str, name: str
+) -> dict[str, Any]:
+    job, dataset = candidate.job, candidate.dataset
+    return {
+        "id": model_id,
+        "name": name,
+        "createdAt": int(time.time() * 1000),
+        "jobId": candidate.job_id,
+        "seed": job.seed,
+        "trainingSteps": candidate.steps,
+        "examplesProcessed": candidate.examples,
+        "parameters": parameter_count(model),
+        "specification": specification(dataset.schema),
+        "trainedRovers": sorted(state.trained_rovers),
+        "controlProfiles": state.control_profiles,
+        "sourceSessions": dataset.accepted,
+        "trainingLoss": candidate.training_loss,
+        "evaluation": candidate.evaluation.status,
+        "validation": candidate.evaluation.to_json(),
+        "distinctMinutes": candidate.decision.distinct_minutes,
+        "promote": candidate.decision.promote,
+        "publication": candidate.decision.to_json(),
+        "dtype": "float32",
+        "torchVersion": str(torch.__version__),
+        "rovertrainVersion": __version__,
+        "config": job.config.to_json(),
+        "gate": job.gate.to_json(),
+    }
+
+
+def publish(root: Path, candidate: Candidate, state: TrainingState, model: Policy) -> Published:
+    """Write the immutable checkpoint; the caller announces it."""
+    model_id, name = new_identity()
+    weights = {key: value.contiguous() for key, value in model.state_dict().items()}
+    metadata = model_metadata(candidate, state, model, model_id, name)
+    document = publish_checkpoint(root, model_id, weights, metadata)
+    return Published(model_id, name, root / "training" / "checkpoints" / model_id, document)
+
+
+def carry_over(
+    root: Path,
+    state: TrainingState,
+    candidate: Candidate,
+    model: Policy,
+    optimizer: torch.optim.Optimizer,
+) -> None:
+    """Update the counters for the next job and save the resume state atomically."""
+    if candidate.decision.promote:
+        state.last_published = candidate.steps
+        state.published_windows = state.distinct_window_count()
+    state.steps, state.examples = candidate.steps, candidate.examples
+    state.weights, state.optimizer = model.state_dict(), optimizer.state_dict()
+    save_resume(root, state.to_saved())

@@ -1,0 +1,87 @@
+"""Before the first step: CPU budget, lifecycle control, the job's log, the announcement."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from rovertrain import __version__
+from rovertrain.job.config import Config, Job
+from rovertrain.job.control import JobControl
+from rovertrain.protocol.events import EventStream
+
+NICENESS = 10
+
+
+class JobWatcher(Protocol):
+    """Someone watching a job beside the event stream (the live progress view)."""
+
+    def __call__(self, event: dict[str, Any]) -> None: ...
+    def show_decoding(self, decoding: dict[str, int]) -> None: ...
+
+
+def job_control(config: Config, stream: EventStream, watchers: Sequence[JobWatcher]) -> JobControl:
+    control = JobControl(
+        stream,
+        max_seconds=config.maxJobSeconds,
+        grace=config.stopGraceSeconds,
+        max_paused=config.maxPausedSeconds,
+        heartbeat_seconds=config.heartbeatSeconds,
+    )
+    control.decoding_watchers.extend(watcher.show_decoding for watcher in watchers)
+    stream.on_reader_gone = lambda: control.request_stop("Supervisor gone (stdout closed)")
+    control.install()
+    return control
+
+
+def open_job_log(job_dir: Path, stream: EventStream, watchers: Sequence[JobWatcher]) -> None:
+    """The job's replay log and evidence files, then whoever watches live."""
+    from rovertrain.protocol.evidence import EvidenceWriter
+
+    keep_previous_log(job_dir)
+    stream.mirror_to(job_dir / "events.ndjson")
+    stream.listeners.append(EvidenceWriter(job_dir))
+    stream.listeners.extend(watchers)
+
+
+def announce(job: Job, root: Path, stream: EventStream, removed_staging: list[str]) -> None:
+    stream.emit(
+        "started",
+        version=__version__,
+        root=str(root),
+        config=job.config.to_json(),
+        gate=job.gate.to_json(),
+        seed=job.seed,
+        sessions=len(job.sessions),
+        removedStaging=removed_staging,
+        pid=os.getpid(),
+    )
+
+
+def keep_previous_log(job_dir: Path) -> None:
+    """A rerun under the same jobId starts a fresh log; the earlier one is kept beside it."""
+    log = job_dir / "events.ndjson"
+    if not log.exists():
+        return
+    number = 1
+    while (job_dir / f"events.{number}.ndjson").exists():
+        number += 1
+    log.rename(job_dir / f"events.{number}.ndjson")
+
+
+def limit_cpu(threads: int) -> None:
+    """Yield the CPU to the rover's media processes, before any thread pool exists."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    current = os.nice(0)
+    if current < NICENESS:
+        os.nice(NICENESS - current)
+    import torch
+
+    torch.set_num_threads(threads)
+    # Raises when already set in this process (several jobs in one interpreter).
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)

@@ -1,0 +1,76 @@
+"""What carries over from one job to the next through the resume file, and its one mapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rovertrain.data.command_schema import Schema, initial_schema
+
+
+@dataclass
+class TrainingState:
+    schema: Schema
+    steps: int = 0
+    examples: int = 0
+    last_published: int = 0
+    trained_rovers: set[str] = field(default_factory=set)
+    control_profiles: list[str] = field(default_factory=list)
+    distinct_windows: dict[str, int] = field(default_factory=dict)
+    published_windows: int = 0
+    last_probe_steps: int = 0
+    learning_probe: dict[str, Any] | None = None
+    weights: dict[str, Any] | None = None  # torch state dicts, as loaded
+    optimizer: dict[str, Any] | None = None
+
+    @staticmethod
+    def fresh() -> TrainingState:
+        return TrainingState(schema=initial_schema())
+
+    @staticmethod
+    def from_saved(saved: dict[str, Any] | None) -> TrainingState:
+        """The resume file's content (camelCase keys, as the seed's) as a state."""
+        if saved is None:
+            return TrainingState.fresh()
+        return TrainingState(
+            schema=saved["schema"],
+            steps=saved["steps"],
+            examples=saved["examples"],
+            last_published=saved["lastPublished"],
+            trained_rovers=set(saved.get("trainedRovers", [])),
+            control_profiles=list(saved.get("controlProfiles", [])),
+            distinct_windows=dict(saved.get("distinctWindows", {})),
+            published_windows=saved["publishedWindows"],
+            last_probe_steps=saved.get("lastProbeSteps", 0),
+            learning_probe=saved.get("learningProbe"),
+            weights=saved["weights"],
+            optimizer=saved["optimizer"],
+        )
+
+    def to_saved(self) -> dict[str, Any]:
+        """The resume file's content; weights and optimizer must be set."""
+        return {
+            "weights": self.weights,
+            "optimizer": self.optimizer,
+            "schema": self.schema,
+            "steps": self.steps,
+            "examples": self.examples,
+            "lastPublished": self.last_published,
+            "trainedRovers": sorted(self.trained_rovers),
+            "controlProfiles": self.control_profiles,
+            "distinctWindows": self.distinct_windows,
+            "publishedWindows": self.published_windows,
+            "lastProbeSteps": self.last_probe_steps,
+            "learningProbe": self.learning_probe,
+        }
+
+    def distinct_window_count(self) -> int:
+        return sum(self.distinct_windows.values())
+
+    def absorb(self, schema: Schema, rovers: set[str], profiles: list[str]) -> None:
+        """What this job's data added: the grown schema, rovers and control profiles."""
+        self.schema = schema
+        self.trained_rovers |= rovers
+        for profile in profiles:
+            if profile not in self.control_profiles:
+                self.control_profiles.append(profile)

@@ -1,0 +1,99 @@
+"""The run's smaller steps: restoring the policy, reporting progress, ending untrained."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rovertrain.errors import ErrorCode, RovertrainError
+from rovertrain.exitcodes import ExitCode
+from rovertrain.job.config import Config
+from rovertrain.job.control import JobControl
+from rovertrain.protocol.events import EventStream
+
+if TYPE_CHECKING:
+    import torch
+
+    from rovertrain.data.dataset import Dataset
+    from rovertrain.job.diagnostics import JobDiagnostics
+    from rovertrain.job.state import TrainingState
+    from rovertrain.learn.policy import Policy
+    from rovertrain.learn.train import Hyperparameters, TrainingProgress
+
+
+def finish_untrained(
+    stream: EventStream,
+    control: JobControl,
+    dataset: Dataset,
+    diagnostics: JobDiagnostics,
+    reason: str,
+    **extra: int,
+) -> int:
+    """The terminal event of a job that trained nothing (not enough data, no step)."""
+    stream.emit(
+        "complete",
+        trained=False,
+        accepted=[],
+        rejected=dataset.rejected,
+        **extra,
+        reason=reason,
+        diagnostics=diagnostics.to_json(),
+        elapsedSeconds=round(control.elapsed(), 3),
+    )
+    return ExitCode.COMPLETED
+
+
+def hyperparameters(config: Config) -> Hyperparameters:
+    from rovertrain.learn.train import Hyperparameters
+
+    return Hyperparameters(
+        learning_rate=config.learningRate,
+        weight_decay=config.weightDecay,
+        batch_size=config.batchSize,
+        passes=config.passesPerJob,
+        max_steps=config.maxStepsPerJob,
+        augment=config.augment,
+        bf16=config.precision == "bf16",
+    )
+
+
+def restore_policy(
+    state: TrainingState, hyper: Hyperparameters
+) -> tuple[Policy, torch.optim.Optimizer]:
+    """A fresh policy and optimizer, or the resume state's; refused when they do not fit."""
+    import torch
+
+    from rovertrain.learn.policy import Policy
+    from rovertrain.learn.train import build_optimizer
+
+    model = Policy().to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    optimizer = build_optimizer(model, hyper)
+    if state.weights is not None:
+        try:
+            model.load_state_dict(state.weights)
+            optimizer.load_state_dict(state.optimizer or {})
+        except (RuntimeError, ValueError, KeyError) as error:
+            raise RovertrainError(
+                ErrorCode.RESUME_INCOMPATIBLE,
+                "The resume state does not fit this policy.",
+                str(error),
+            ) from None
+    return model, optimizer
+
+
+def progress_reporter(
+    stream: EventStream, control: JobControl
+) -> Callable[[TrainingProgress], None]:
+    def report(progress: TrainingProgress) -> None:
+        stream.emit(
+            "progress",
+            steps=progress.steps,
+            examples=progress.examples,
+            loss=progress.loss,
+            losses={"events": progress.event_loss, "commandValues": progress.value_loss},
+            examplesPerSecond=progress.examples_per_second,
+            elapsedSeconds=round(control.elapsed(), 3),
+            remainingSeconds=round(max(0.0, control.remaining()), 3),
+        )
+
+    return report

@@ -1,0 +1,52 @@
+"""What training minimises: weighted event BCE plus masked command-value MSE."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rovertrain.data.command_schema import SLOTS, Schema
+from rovertrain.data.dataset import WindowSet
+from rovertrain.learn.batches import Batch
+
+
+@dataclass
+class LossSetup:
+    numeric_mask: torch.Tensor  # [SLOTS, VALUES] float: value columns that carry numbers
+    positive_weight: torch.Tensor  # [SLOTS] BCE positive weights
+    slot_mask: torch.Tensor  # [SLOTS] float: slots the schema defines
+
+
+def loss_setup(pool: WindowSet, schema: Schema) -> LossSetup:
+    slot_mask = torch.zeros(SLOTS)
+    slot_mask[: len(schema)] = 1.0
+    numeric = torch.from_numpy((pool.available.sum(axis=0) > 0).astype(np.float32))
+    numeric = numeric * slot_mask[:, None]
+    fires = pool.fires.astype(np.float64)
+    positives = fires.sum(axis=0)
+    negatives = len(pool) - positives
+    weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
+    weight = np.clip(weight, 1.0, 20.0)
+    return LossSetup(numeric, torch.from_numpy(weight.astype(np.float32)), slot_mask)
+
+
+def losses(
+    logits: torch.Tensor, predictions: torch.Tensor, batch: Batch, setup: LossSetup
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(event loss, command-value loss), both in float32."""
+    logits = logits.float()
+    predictions = predictions.float()
+    per_slot = F.binary_cross_entropy_with_logits(
+        logits, batch.fires, pos_weight=setup.positive_weight, reduction="none"
+    )
+    event_loss = (per_slot * setup.slot_mask).sum() / (setup.slot_mask.sum() * len(batch.fires))
+    mask = batch.available * setup.numeric_mask
+    count = mask.sum()
+    if count > 0:
+        value_loss = (((predictions - batch.values) ** 2) * mask).sum() / count
+    else:
+        value_loss = predictions.sum() * 0.0
+    return event_loss, value_loss

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rovertrain.gate import (
+    GateStatus,
+    HeldOutSupport,
+    PublicationHistory,
+    gate_reasons,
+    not_enough_data,
+    publication_decision,
+    publication_reasons,
+    training_deadline,
+)
+from rovertrain.job.config import load_job_text
+from rovertrain.learn.metrics import BaselineScore, EventMetrics, Score
+
+JOB = load_job_text('{"root": "/x", "sessions": []}')
+GATE, CONFIG = JOB.gate, JOB.config
+FIELDS = {
+    "windows": 500,
+    "positive_actions": 100,
+    "stop_events": 20,
+    "movement_events": 80,
+    "movement_recall": 0.8,
+    "stop_recall": 0.9,
+    "numeric_mse": 0.02,
+}
+
+
+def passing(
+    precision: float = 0.7, recall: float = 0.7, f1: float = 0.7, **change: float
+) -> EventMetrics:
+    fields = {**FIELDS, **change}
+    return EventMetrics(
+        windows=int(fields["windows"]),
+        positive_actions=int(fields["positive_actions"]),
+        predicted_actions=100,
+        score=Score(precision, recall, f1),
+        numeric_mse=fields["numeric_mse"],
+        stop_events=int(fields["stop_events"]),
+        stop_recall=fields["stop_recall"],
+        movement_events=int(fields["movement_events"]),
+        movement_recall=fields["movement_recall"],
+        per_slot=(),
+        baselines=(BaselineScore("always", Score(0.3, 0.3, 0.3)),),
+    )
+
+
+def support(sessions: int = 2, unsupported: int = 0) -> HeldOutSupport:
+    return HeldOutSupport(sessions, unsupported, unsupported)
+
+
+def test_a_good_evaluation_passes() -> None:
+    assert gate_reasons(passing(), GATE, 500, support()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "args", "reason"),
+    [
+        ({}, (500, 2, 3), "Held-out controls are not fully represented"),
+        ({}, (600, 2, 0), "Evaluation interrupted"),
+        ({}, (500, 1, 0), "usable held-out recordings"),
+        ({"windows": 100}, (100, 2, 0), "held-out windows"),
+        ({"positive_actions": 31}, (500, 2, 0), "held-out command events"),
+        ({"stop_events": 7}, (500, 2, 0), "held-out stop events"),
+        ({"movement_events": 15}, (500, 2, 0), "held-out movement commands"),
+        ({"movement_recall": 0.49}, (500, 2, 0), "Movement command recall below"),
+        ({"precision": 0.49}, (500, 2, 0), "Command precision below"),
+        ({"recall": 0.49}, (500, 2, 0), "Command recall below"),
+        ({"stop_recall": 0.49}, (500, 2, 0), "Stop recall below"),
+        ({"f1": 0.3}, (500, 2, 0), "does not beat the training-frequency baseline"),
+        ({"numeric_mse": 0.11}, (500, 2, 0), "parameter error above"),
+    ],
+)
+def test_each_gate_condition(change: dict, args: tuple, reason: str) -> None:
+    expected, sessions, unsupported = args
+    reasons = gate_reasons(passing(**change), GATE, expected, support(sessions, unsupported))
+    assert len(reasons) == 1 and reason in reasons[0]
+
+
+def test_gate_thresholds_come_from_the_job() -> None:
+    strict = replace(GATE, minPrecision=0.8)
+    assert any("precision below 0.8" in r for r in gate_reasons(passing(), strict, 500, support()))
+
+
+def test_publication_reasons() -> None:
+    ok = publication_reasons(10, 5, 500, GateStatus.PASSED, None, CONFIG)
+    assert ok == []
+    reasons = publication_reasons(0.1, 0.0, 1, GateStatus.NOT_MET, "Stopped by SIGTERM", CONFIG)
+    assert reasons == [
+        "Collecting distinct driving footage",
+        "Waiting for new driving footage since last publication",
+        "Training steps below publication interval",
+        "imitation gate not met",
+        "Stopped by SIGTERM",
+    ]
+
+
+def test_publication_decision_counts_minutes_from_windows() -> None:
+    history = PublicationHistory(
+        distinct_windows=6000, published_windows=3000, steps_since_publication=500
+    )
+    decision = publication_decision(history, GateStatus.PASSED, None, CONFIG)
+    assert decision.promote and decision.reason == "Latest updated"
+    assert decision.distinct_minutes == 10 and decision.new_minutes == 5
+    assert decision.to_json()["minimumMinutes"] == CONFIG.minimumDrivingMinutes
+    stale = publication_decision(
+        PublicationHistory(6000, 6000, 500), GateStatus.PASSED, "Job time budget reached", CONFIG
+    )
+    assert not stale.promote
+    assert stale.reason == (
+        "Waiting for new driving footage since last publication; Job time budget reached"
+    )
+
+
+def test_not_enough_data_and_the_training_deadline() -> None:
+    assert not_enough_data(10, True, True, 5) == "Stopped/time limit"
+    assert not_enough_data(4, True, False, 5) is not None
+    assert not_enough_data(10, False, False, 5) is not None
+    assert not_enough_data(10, True, False, 5) is None
+    assert training_deadline(600, 1000) == pytest.approx(600 - 5.0)
+    assert training_deadline(8, 10_000) == pytest.approx(6.0)  # never more than a quarter
