@@ -70,7 +70,7 @@ def probe(
         logits, predictions = clone(images, batch.states)
         event_loss, value_loss = losses(logits, predictions, batch, setup)
         loss = event_loss + value_loss
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
         last = float(loss.item())
         first = last if first is None else first

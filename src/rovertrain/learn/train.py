@@ -161,7 +161,7 @@ def train(
             loss = event_loss + value_loss
             loss_value = float(loss.item())
             _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, steps + 1)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
             _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, steps + 1)
             optimizer.step()

@@ -89,13 +89,18 @@ class Renderer:
                             ground[r, lo:hi] = (245, 110, 20)
         image = np.concatenate([self.sky.astype(np.int16), ground], axis=0)
         image = image.astype(np.float32) * light
-        return np.clip(image, 0, 255).astype(np.uint8)
+        clipped: np.ndarray = np.clip(image, 0, 255).astype(np.uint8)
+        return clipped
 
 
 def simulate_session(
-    rng: random.Random, seconds: float, profile: str, offset_ms: float, fps: int,
+    rng: random.Random,
+    seconds: float,
+    profile: str,
+    offset_ms: float,
+    fps: int,
     on_frame: Callable[[World, tuple[float, float, float], float], None],
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     phases = (rng.uniform(0, 6.3), rng.uniform(0, 6.3), rng.uniform(0, 6.3))
     reaction_ms = rng.uniform(150, 300)
     world = World()
@@ -279,9 +284,14 @@ def _write_one(args: tuple[str, str, int, int, float, bool]) -> dict[str, Any]:
 
 
 def write_dataset(
-    out: str, sessions: int, minutes: float, seed: int, *, shuffle_commands: bool = False,
+    out: str,
+    sessions: int,
+    minutes: float,
+    seed: int,
+    *,
+    shuffle_commands: bool = False,
     workers: int = 2,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     import multiprocessing
 
     root = Path(out).resolve()
