@@ -1,0 +1,78 @@
+"""The one forward pass: probabilities, values, loss in the same pass, early stop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from windows_fixture import learnable_windows
+
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.learn.batches import batch_tensors
+from rovertrain.learn.evaluate import Scoring, evaluate, held_out_curve, predict
+from rovertrain.learn.losses import loss_setup, losses
+from rovertrain.learn.policy import Policy
+from rovertrain.learn.probe import probe
+
+
+def model() -> Policy:
+    torch.manual_seed(1)
+    return Policy()
+
+
+def scoring() -> Scoring:
+    return Scoring(initial_schema(), 0.5, np.full(8, 0.1), batch_size=8)
+
+
+def test_predict_covers_every_window_and_computes_the_loss_in_the_same_pass() -> None:
+    windows = learnable_windows(70)
+    setup = loss_setup(windows, initial_schema())
+    policy = model()
+    predictions = predict(policy, windows, batch_size=8, setup=setup)
+    assert predictions.done == 70 and predictions.probabilities.shape == (70, 8)
+    assert ((predictions.probabilities >= 0) & (predictions.probabilities <= 1)).all()
+    # The loss is the window-weighted mean of each chunk's loss (chunks of 4 batches).
+    total, all_logits = 0.0, []
+    with torch.inference_mode():
+        for chunk in (slice(0, 32), slice(32, 64), slice(64, 70)):
+            batch = batch_tensors(windows, chunk)
+            logits, values = policy.eval()(batch.channels_last_images(), batch.states)
+            event_loss, value_loss = losses(logits, values, batch, setup)
+            total += float(event_loss + value_loss) * len(batch.fires)
+            all_logits.append(logits)
+    assert predictions.loss == pytest.approx(total / 70, rel=1e-5)
+    logits = torch.cat(all_logits)
+    assert np.allclose(predictions.probabilities, torch.sigmoid(logits).numpy(), atol=1e-6)
+
+
+def test_a_stop_request_leaves_a_scored_prefix() -> None:
+    windows = learnable_windows(100)
+    calls = iter([False, True])
+    measured = evaluate(model(), windows, scoring(), should_stop=lambda: next(calls, True))
+    assert measured.windows == 32  # one chunk of 4 batches of 8
+
+
+def test_held_out_curve_reports_the_gate_figures_and_the_loss() -> None:
+    windows = learnable_windows(40)
+    curve = held_out_curve(model(), windows, scoring(), loss_setup(windows, initial_schema()))
+    document = curve.to_json()
+    assert set(document) == {
+        "precision",
+        "recall",
+        "f1",
+        "stopRecall",
+        "movementRecall",
+        "numericMse",
+        "windows",
+        "heldOutLoss",
+    }
+    assert document["windows"] == 40 and document["heldOutLoss"] > 0
+
+
+def test_the_probe_overfits_a_small_subset() -> None:
+    windows = learnable_windows(48)
+    result = probe(
+        model(), windows, loss_setup(windows, initial_schema()), lambda: False, 30.0, 0.003
+    )
+    assert result.windows == 48 and result.steps > 0
+    assert result.learns, result
