@@ -36,8 +36,11 @@ class JobDiagnostics:
     def training(self, result: TrainResult) -> None:
         self.figures.update(trainingSeconds=result.seconds, trainingStoppedBy=result.stopped_by)
 
-    def audit(self, audit: dict[str, Any]) -> None:
+    def evaluation(self, audit: dict[str, Any], probe_seconds: float, seconds: float) -> None:
+        """The evaluate step: the training audit and its time, the probe's apart."""
         self.figures["trainingAudit"] = audit
+        self.seconds("probeSeconds", probe_seconds)
+        self.seconds("evaluationSeconds", seconds - probe_seconds)
 
     def finish(self, schema: Schema) -> None:
         self.figures.update(

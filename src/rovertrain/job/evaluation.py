@@ -19,6 +19,8 @@ from rovertrain.gate import (
     unevaluated_status,
 )
 from rovertrain.job.config import Job
+from rovertrain.job.control import JobControl
+from rovertrain.job.state import TrainingState
 from rovertrain.learn.evaluate import Scoring, evaluate, held_out_curve
 from rovertrain.learn.losses import LossSetup
 from rovertrain.learn.metrics import EventMetrics, natural_frequencies
@@ -121,28 +123,29 @@ class TrainingAudit:
         }
 
 
-def probe_due(learning_probe: dict[str, Any] | None, steps: int, last_probe_steps: int) -> bool:
-    return learning_probe is None or steps - last_probe_steps >= PROBE_EVERY_STEPS
+@dataclass(frozen=True)
+class ProbeInputs:
+    model: Policy
+    windows: WindowSet
+    setup: LossSetup
+    learning_rate: float
 
 
-def run_probe(
-    model: Policy,
-    windows: WindowSet,
-    setup: LossSetup,
-    should_stop: Callable[[], bool],
-    remaining_seconds: float,
-    learning_rate: float,
-    steps: int,
-) -> tuple[dict[str, Any] | None, float]:
-    """The probe's result (None when there is no time for it) and the seconds it took."""
-    if should_stop() or remaining_seconds <= 10:
-        return None, 0.0
-    started = time.monotonic()
-    result = probe(
-        model, windows, setup, should_stop, min(20.0, remaining_seconds / 2), learning_rate
-    )
-    payload = {**result.to_json(), "atTrainingStep": steps}
-    return payload, time.monotonic() - started
+def probe_when_due(
+    audit: TrainingAudit, state: TrainingState, inputs: ProbeInputs, control: JobControl, steps: int
+) -> None:
+    """The learning probe every PROBE_EVERY_STEPS training steps, when time allows."""
+    due = state.learning_probe is None or steps - state.last_probe_steps >= PROBE_EVERY_STEPS
+    remaining = control.remaining()
+    if due and not control.should_stop() and remaining > 10:
+        started = time.monotonic()
+        seconds = min(20.0, remaining / 2)
+        i = inputs
+        result = probe(i.model, i.windows, i.setup, control.should_stop, seconds, i.learning_rate)
+        state.learning_probe = {**result.to_json(), "atTrainingStep": steps}
+        state.last_probe_steps = steps
+        audit.probe_seconds = time.monotonic() - started
+    audit.learning_probe = state.learning_probe
 
 
 def audit_inputs(

@@ -11,7 +11,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from rovertrain.exitcodes import ExitCode
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl, Phase
 from rovertrain.job.preflight import check_root_usable
@@ -23,6 +22,8 @@ from rovertrain.job.startup import (
     open_job_log,
 )
 from rovertrain.job.steps import (
+    announce_published,
+    finish_trained,
     finish_untrained,
     hyperparameters,
     progress_reporter,
@@ -126,23 +127,15 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     state.distinct_windows.update(dataset.observed_windows)
     evaluation = ev.gate_evaluation(model, dataset, job, scoring, control.should_stop)
     audit.after = evaluate(model, audit_windows, scoring)
-    if ev.probe_due(state.learning_probe, steps, state.last_probe_steps):
-        probed, audit.probe_seconds = ev.run_probe(
-            model,
-            audit_windows,
-            setup,
-            control.should_stop,
-            control.remaining(),
-            config.learningRate,
-            steps,
-        )
-        if probed is not None:
-            state.learning_probe, state.last_probe_steps = probed, steps
-    audit.learning_probe = state.learning_probe
+    ev.probe_when_due(
+        audit,
+        state,
+        ev.ProbeInputs(model, audit_windows, setup, config.learningRate),
+        control,
+        steps,
+    )
     audit.extra = ev.audit_inputs(result, setup, scoring, pool)
-    diagnostics.audit(audit.to_json())
-    diagnostics.seconds("probeSeconds", audit.probe_seconds)
-    diagnostics.seconds("evaluationSeconds", time.monotonic() - started - audit.probe_seconds)
+    diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
 
     # 8. Publication rules.
     stop_label = control.stop_label() or result.stopped_by.publication_blocker()
@@ -159,31 +152,10 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
         job_id, job, dataset, steps, examples, result.mean_loss(), evaluation, decision
     )
     published = publish(root, candidate, state, model)
-    stream.emit(
-        "published",
-        id=published.id,
-        name=published.name,
-        path=str(published.path),
-        promote=decision.promote,
-    )
+    announce_published(stream, published, decision.promote)
     carry_over(root, state, candidate, model, optimizer)
     diagnostics.seconds("checkpointSeconds", time.monotonic() - started)
     diagnostics.finish(dataset.schema)
 
     # 10. The terminal event.
-    stream.emit(
-        "complete",
-        trained=True,
-        accepted=dataset.accepted,
-        rejected=dataset.rejected,
-        steps=steps,
-        examples=examples,
-        loss=result.mean_loss(),
-        published=published.document,
-        promote=decision.promote,
-        publication=decision.to_json(),
-        evaluation=evaluation.to_json(),
-        diagnostics=diagnostics.to_json(),
-        elapsedSeconds=round(control.elapsed(), 3),
-    )
-    return ExitCode.COMPLETED
+    return finish_trained(stream, control, candidate, published, diagnostics)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from rovertrain.data.dataset import Dataset
     from rovertrain.job.diagnostics import JobDiagnostics
+    from rovertrain.job.publication import Candidate, Published
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.policy import Policy
     from rovertrain.learn.train import Hyperparameters, TrainingProgress
@@ -97,3 +98,40 @@ def progress_reporter(
         )
 
     return report
+
+
+def announce_published(stream: EventStream, published: Published, promote: bool) -> None:
+    stream.emit(
+        "published",
+        id=published.id,
+        name=published.name,
+        path=str(published.path),
+        promote=promote,
+    )
+
+
+def finish_trained(
+    stream: EventStream,
+    control: JobControl,
+    candidate: Candidate,
+    published: Published,
+    diagnostics: JobDiagnostics,
+) -> int:
+    """The terminal event of a job that trained and published a candidate."""
+    dataset, decision = candidate.dataset, candidate.decision
+    stream.emit(
+        "complete",
+        trained=True,
+        accepted=dataset.accepted,
+        rejected=dataset.rejected,
+        steps=candidate.steps,
+        examples=candidate.examples,
+        loss=candidate.training_loss,
+        published=published.document,
+        promote=decision.promote,
+        publication=decision.to_json(),
+        evaluation=candidate.evaluation.to_json(),
+        diagnostics=diagnostics.to_json(),
+        elapsedSeconds=round(control.elapsed(), 3),
+    )
+    return ExitCode.COMPLETED
