@@ -216,7 +216,8 @@ def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
 
 def session_directory(root: Path, session_id: str) -> Path:
     """The session folder, refusing ids and folders that could lead outside the root."""
-    if not valid_identifier(session_id):
+    # fullmatch: `$` alone would let a trailing newline through.
+    if not valid_identifier(session_id) or not FILE_NAME.fullmatch(session_id):
         raise SkipSession("unsafe_path", f"session id {session_id!r} is not a safe folder name")
     recordings = root / "recordings"
     directory = recordings / session_id
@@ -234,7 +235,7 @@ def regular_file(directory: Path, name: Any, what: str) -> Path:
     """Path of a regular file directly inside `directory`; refuse links, FIFOs, devices."""
     if not isinstance(name, str):
         raise SkipSession("invalid_recording", f"session.json: the {what} file name is missing")
-    if not FILE_NAME.match(name) or name in {".", ".."}:
+    if not FILE_NAME.fullmatch(name) or name in {".", ".."}:
         raise SkipSession("unsafe_path", f"{what} file name {_show(name)} is not a plain file name")
     path = directory / name
     info = _lstat(path, SkipSession("invalid_recording", f"{what} file {name} is missing"))
