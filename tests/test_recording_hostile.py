@@ -97,6 +97,7 @@ DEEP = b"[" * 200_000 + b"]" * 200_000
         (b'{"t": 1, "type": "\xed\xa0\x80"}', "invalid_utf8"),
         (b'{"t": 1, "type": "dr\x00ive"}', "invalid_json"),
         (b'{"t": 1, "type": "drive"}\x00', "invalid_json"),
+        (b'\xef\xbb\xbf{"t": 1, "type": "drive"}', "invalid_json"),  # a BOM only starts a file
         (b'{"t": 1, "type": "drive", "t": 2}', "duplicate_key"),
         (b'{"t": 1, "type": "drive", "values": {"a": 1, "a": 2}}', "duplicate_key"),
         (b'{"t": 1, "type": "\\ud800"}', "invalid_unicode"),
@@ -146,6 +147,13 @@ def test_accepted_oddities() -> None:
     assert [c.t for c in log.commands] == [-250.5, -200, 10, 20, 30]
     assert log.commands[2].type == "\U0001f600"
     assert log.commands[3].values == {"speed": 1.0, "turn": -1.0}
+
+
+def test_wide_lines_within_the_limit_are_fine() -> None:
+    wide = {"t": 1, "type": "drive", **{f"k{i}": [i] for i in range(3000)}}
+    values = {"t": 2, "type": "drive", "values": {f"v{i}": 0.5 for i in range(32)}}
+    log = parse_command_log(f"{json.dumps(wide)}\n{json.dumps(values)}\n".encode())
+    assert log.dropped == {} and len(log.commands[1].values) == 32
 
 
 def test_line_separators_other_than_lf_do_not_split_lines() -> None:

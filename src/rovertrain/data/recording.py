@@ -170,23 +170,22 @@ def _check_tree(value: Any, max_depth: int, strings: bool) -> None:
                 raise BadJson("invalid_unicode", "a string holds an unpaired surrogate") from None
 
 
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+    parse_int=_parse_int,
+    object_pairs_hook=_unique_keys,
+)
+
+
 def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse one JSON text by the format's rules; raise BadJson (with a reason) otherwise.
 
     Beyond RFC 8259: no NaN/Infinity, every number within a double's range, no duplicate keys,
-    no unpaired surrogate escapes, arrays and objects nested at most `max_depth` deep. A leading
-    byte order mark is ignored.
+    no unpaired surrogate escapes, arrays and objects nested at most `max_depth` deep.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
     try:
-        value = json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
-            object_pairs_hook=_unique_keys,
-        )
+        value = _DECODER.decode(text)
     except RecursionError:
         raise BadJson("too_deep", f"nested deeper than {max_depth} levels") from None
     except ValueError as error:
@@ -300,7 +299,7 @@ def load_recording(
     meta_path = regular_file(directory, "session.json", "session")
     raw = read_small(meta_path, limits.session_json_bytes)
     try:
-        meta = parse_json(raw.decode("utf-8"), limits.json_depth)
+        meta = parse_json(raw.decode("utf-8-sig"), limits.json_depth)  # -sig: drop a BOM
     except UnicodeDecodeError:
         raise SkipSession("invalid_recording", "session.json is not UTF-8") from None
     except BadJson as error:
