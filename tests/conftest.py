@@ -35,6 +35,10 @@ def parse_events(stdout: bytes | str) -> list[dict[str, Any]]:
             raise AssertionError(f"stdout line {number} is not JSON: {line[:200]!r}") from error
         errors = sorted(EVENT_VALIDATOR.iter_errors(event), key=lambda e: list(e.path))
         assert not errors, f"event {line[:300]} violates the schema: {errors[0].message}"
+        # The per-session error boundary must never hide a bug.
+        assert not (event["kind"] == "skipped" and event.get("code") == "session_internal"), (
+            f"a session hit the error boundary (a bug in rovertrain): {line[:1000]}"
+        )
         events.append(event)
     if text:
         assert text.endswith("\n"), "the last event is not newline-terminated"

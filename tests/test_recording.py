@@ -100,5 +100,8 @@ def test_command_log_counts_bad_lines() -> None:
         )
     )
     assert log.invalid_lines == 6 and log.lines == 9
+    assert log.dropped == {
+        "invalid_json": 2, "number_out_of_range": 1, "invalid_command": 2, "time_backwards": 1,
+    }  # fmt: skip
     assert [c.t for c in log.commands] == [900, 1000, 1400]
     assert log.commands[-1].values["speed"] == 1.0 and log.clipped_values == 1

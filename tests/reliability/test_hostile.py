@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from conftest import write_job
+from conftest import parse_events, write_job
 from media import add_session, encode_video
 from reliability.test_faults import FAST, Job
 
@@ -101,7 +101,7 @@ print(json.dumps(seen), file=sys.stderr)
     completed = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
     opened = json.loads(completed.stderr.decode().strip().splitlines()[-1])
     assert not [path for path in opened if str(outside) in os.path.realpath(path)]
-    events = [json.loads(line) for line in completed.stdout.splitlines()]
+    events = parse_events(completed.stdout)
     codes = {e["sessionId"]: e["code"] for e in events if e["kind"] == "skipped"}
     assert codes["file-link"] == codes["folder-link"] == codes["fifo"] == "unsafe_path"
     assert completed.returncode == 0
@@ -137,3 +137,83 @@ def test_interrupted_jobs_lose_no_steps(synth_copy: Path) -> None:
     from rovertrain.store.resume import load_resume
 
     assert load_resume(synth_copy)["steps"] == total
+
+
+HOSTILE_LINES = [
+    b'{"t": 1' + b"0" * 400 + b', "type": "drive"}',  # once an OverflowError: `internal`
+    b'{"t": 1e400, "type": "drive"}',
+    b'{"t": 100, "type": "drive", "values": {"speed": -1' + b"0" * 400 + b"}}",
+    b"[" * 200_000 + b"]" * 200_000,
+    b'{"t": 100, "type": "dr\xffive"}',
+    b'{"t": 100, "type": "dri\x00ve"}',
+    b'{"t": 100, "type": "drive", "type": "stop"}',
+    b'{"t": 100, "type": "\\ud800"}',
+    b'{"t": 100, "type": "drive", "x": "' + b"a" * (1 << 20) + b'"}',
+    b'{"t": "100", "type": ["drive"], "values": {"speed": null}}',
+]
+
+
+def poison(root: Path, seed: int | None = None) -> tuple[str, str]:
+    """One training session made unreadable, another's command log laced with hostile lines.
+
+    With a seed, random damage instead (tests/test_recording_hostile.py has the in-process
+    property test): the first session is then either skipped with a code or used.
+    """
+    import random
+
+    from rovertrain.data.partition import is_held_out
+
+    sessions = sorted(p.name for p in (root / "recordings").iterdir())
+    training = [s for s in sessions if not is_held_out(s)]
+    broken, laced = training[0], training[-1]
+    folder = root / "recordings"
+    if seed is None:
+        (folder / broken / "session.json").write_bytes(b"[" * 200_000 + b"]" * 200_000)
+        log = folder / laced / "commands.ndjson"
+        lines = log.read_bytes().replace(b"\n", b"\r\n").splitlines(keepends=True)
+        for index, line in enumerate(HOSTILE_LINES):
+            lines.insert(1 + index * len(lines) // len(HOSTILE_LINES), line + b"\n")
+        log.write_bytes(b"\xef\xbb\xbf" + b"".join(lines))
+        return broken, laced
+    rng = random.Random(seed)
+    name = rng.choice(["session.json", "commands.ndjson"])
+    data = bytearray((folder / broken / name).read_bytes())
+    for _ in range(rng.randint(1, 8)):
+        position = rng.randrange(len(data) + 1)
+        choice = rng.random()
+        if choice < 0.3:
+            data[position:position] = rng.choice(HOSTILE_LINES)[: rng.randint(1, 64)]
+        elif choice < 0.6:
+            data[position:position] = rng.randbytes(rng.randint(1, 8))
+        elif choice < 0.8:
+            del data[position : position + rng.randint(1, 200)]
+        elif data:
+            data[min(position, len(data) - 1)] = rng.randrange(256)
+    (folder / broken / name).write_bytes(bytes(data))
+    return broken, laced
+
+
+def test_one_hostile_session_among_good_ones(synth_copy: Path) -> None:
+    """The job completes and trains on every other session (the laced one included)."""
+    broken, laced = poison(synth_copy)
+    code, events, _ = Job(write_job(synth_copy, **FAST)).finish()
+    last = events[-1]
+    assert code == 0 and last["kind"] == "complete" and last["trained"], last
+    skipped = {e["sessionId"]: e["code"] for e in events if e["kind"] == "skipped"}
+    assert skipped == {broken: "invalid_recording"}
+    sessions = sorted(p.name for p in (synth_copy / "recordings").iterdir())
+    assert sorted(last["accepted"]) == sorted(set(sessions) - {broken})
+    laced_row = next(e for e in events if e["kind"] == "dataset" and e["sessionId"] == laced)
+    assert laced_row["diagnostics"]["invalidCommandLines"] == len(HOSTILE_LINES)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("seed", range(12))
+def test_randomly_damaged_session_among_good_ones(synth_copy: Path, seed: int) -> None:
+    broken, _ = poison(synth_copy, seed)
+    code, events, _ = Job(write_job(synth_copy, **FAST)).finish()
+    last = events[-1]
+    assert code == 0 and last["kind"] == "complete" and last["trained"], (seed, last)
+    skipped = {e["sessionId"] for e in events if e["kind"] == "skipped"}
+    sessions = {p.name for p in (synth_copy / "recordings").iterdir()}
+    assert skipped <= {broken} and set(last["accepted"]) == sessions - skipped

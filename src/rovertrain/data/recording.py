@@ -1,33 +1,86 @@
 """Recording format v1: `recordings/<sessionId>/session.json` and its command log.
 
-Reads only regular files inside the session folder (no symlinks, FIFOs or devices) and turns
-them into a validated `Recording`. No av, no torch: the video itself is opened elsewhere.
+Reads only regular files inside the session folder (no symlinks, FIFOs or devices), bounded
+in size, and turns them into a validated `Recording`. No av, no torch: the video itself is
+opened elsewhere. Whatever the folder holds, the outcome is a `Recording`, a `CommandLog` whose
+bad lines are counted by reason, or a `SkipSession` with a stable code; the rules and limits are
+documented in docs/recording-format.md and agree with schemas/{session,command}.schema.json
+(tests/test_format_agreement.py).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
 import stat
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeGuard
 
 from rovertrain.data.command_schema import ROLES
 from rovertrain.errors import SkipSession
-from rovertrain.job.config import loads_strict, valid_identifier
+from rovertrain.job.config import valid_identifier
 
 FORMAT = "rovertrain-recording/1"
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_SESSION_JSON_BYTES = 1 << 20
+"""Largest session.json read (bigger: skipped, `too_large`)."""
 MAX_COMMAND_LOG_BYTES = 256 << 20
+"""Largest command log read (bigger: skipped, `too_large`)."""
+MAX_COMMAND_LINE_BYTES = 64 << 10
+"""Longest command-log line, newline excluded (longer: dropped, `too_long`)."""
+MAX_COMMANDS = 2_000_000
+"""Most non-blank command-log lines (more: skipped, `too_large`)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays and objects in session.json or a command line (top level is 1)."""
+MAX_TIME_MS = 2**53 - 1
+"""Largest |t| of a command: the integers a double holds exactly."""
+MAX_NAME_CHARS = 64
+"""Longest command type and value name."""
+MAX_TEXT_CHARS = 256
+"""Longest roverId and controlProfile."""
+MAX_VALUES = 32
+"""Most values on one command."""
+MAX_OFFSET_MS = 60_000
 BACKWARDS_TOLERANCE_MS = 1000.0
+_LARGEST_DOUBLE = sys.float_info.max
+_CHUNK_BYTES = 1 << 20
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+DROP_REASONS = (
+    "too_long",
+    "invalid_utf8",
+    "invalid_json",
+    "duplicate_key",
+    "number_out_of_range",
+    "too_deep",
+    "invalid_unicode",
+    "invalid_command",
+    "time_backwards",
+)
+"""Why a command-log line is dropped: the keys of `CommandLog.dropped`."""
 
 
 @dataclass(frozen=True)
+class RecordingLimits:
+    """The reading limits; the defaults are the module constants above."""
+
+    session_json_bytes: int = MAX_SESSION_JSON_BYTES
+    command_log_bytes: int = MAX_COMMAND_LOG_BYTES
+    command_line_bytes: int = MAX_COMMAND_LINE_BYTES
+    commands: int = MAX_COMMANDS
+    json_depth: int = MAX_JSON_DEPTH
+
+
+DEFAULT_LIMITS = RecordingLimits()
+
+
+@dataclass(frozen=True, slots=True)
 class Command:
     t: float
     type: str
@@ -40,6 +93,12 @@ class CommandLog:
     invalid_lines: int = 0
     clipped_values: int = 0
     lines: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Dropped lines per reason (one of DROP_REASONS); they sum to invalid_lines."""
+
+    def drop(self, reason: str) -> None:
+        self.invalid_lines += 1
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
 
 @dataclass(frozen=True)
@@ -55,6 +114,94 @@ class Recording:
     started_at: Any = None
 
 
+class BadJson(Exception):
+    """A JSON text that breaks a rule of the format; `reason` is one of DROP_REASONS."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _reject_constant(name: str) -> Any:
+    raise BadJson("invalid_json", f"{name} is not valid JSON")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadJson("number_out_of_range", f"number {text[:40]} is beyond a double's range")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    # 309 digits reach past 1.8e308; checking the length first keeps int() cheap.
+    if len(text) > 310 or abs(value := int(text)) > _LARGEST_DOUBLE:
+        raise BadJson("number_out_of_range", f"number {text[:40]}… is beyond a double's range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise BadJson("duplicate_key", f"duplicate key {_show(key)}")
+            seen.add(key)
+    return result
+
+
+def _check_tree(value: Any, max_depth: int, strings: bool) -> None:
+    """Refuse nesting deeper than `max_depth` and (if `strings`) unpaired surrogates."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                raise BadJson("too_deep", f"nested deeper than {max_depth} levels")
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+            if strings and isinstance(item, dict):
+                pending.extend((key, depth) for key in item)
+        elif strings and isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadJson("invalid_unicode", "a string holds an unpaired surrogate") from None
+
+
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+    parse_int=_parse_int,
+    object_pairs_hook=_unique_keys,
+)
+
+
+def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse one JSON text by the format's rules; raise BadJson (with a reason) otherwise.
+
+    Beyond RFC 8259: no NaN/Infinity, every number within a double's range, no duplicate keys,
+    no unpaired surrogate escapes, arrays and objects nested at most `max_depth` deep.
+    """
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError:
+        raise BadJson("too_deep", f"nested deeper than {max_depth} levels") from None
+    except ValueError as error:
+        raise BadJson("invalid_json", f"not valid JSON ({str(error)[:120]})") from None
+    deep = text.count("[") + text.count("{") > max_depth
+    strings = "\\u" in text and bool(_SURROGATE_ESCAPE.search(text))
+    if deep or strings:
+        _check_tree(value, max_depth, strings)
+    return value
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
     try:
         return os.lstat(path)
@@ -68,7 +215,8 @@ def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
 
 def session_directory(root: Path, session_id: str) -> Path:
     """The session folder, refusing ids and folders that could lead outside the root."""
-    if not valid_identifier(session_id):
+    # fullmatch: `$` alone would let a trailing newline through.
+    if not valid_identifier(session_id) or not FILE_NAME.fullmatch(session_id):
         raise SkipSession("unsafe_path", f"session id {session_id!r} is not a safe folder name")
     recordings = root / "recordings"
     directory = recordings / session_id
@@ -84,8 +232,10 @@ def session_directory(root: Path, session_id: str) -> Path:
 
 def regular_file(directory: Path, name: Any, what: str) -> Path:
     """Path of a regular file directly inside `directory`; refuse links, FIFOs, devices."""
-    if not isinstance(name, str) or not FILE_NAME.match(name) or name in {".", ".."}:
-        raise SkipSession("unsafe_path", f"{what} file name {name!r} is not a plain file name")
+    if not isinstance(name, str):
+        raise SkipSession("invalid_recording", f"session.json: the {what} file name is missing")
+    if not FILE_NAME.fullmatch(name) or name in {".", ".."}:
+        raise SkipSession("unsafe_path", f"{what} file name {_show(name)} is not a plain file name")
     path = directory / name
     info = _lstat(path, SkipSession("invalid_recording", f"{what} file {name} is missing"))
     if stat.S_ISLNK(info.st_mode):
@@ -95,30 +245,65 @@ def regular_file(directory: Path, name: Any, what: str) -> Path:
     return path
 
 
-def read_small(path: Path, limit: int) -> bytes:
+def open_regular(path: Path, limit: int) -> IO[bytes]:
+    """Open a regular file for reading without following links or blocking on a FIFO.
+
+    Refuses (SkipSession) anything else, and files over `limit` bytes.
+    """
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise SkipSession("unsafe_path", f"{path.name} is a symbolic link") from None
+        raise SkipSession(
+            "invalid_recording", f"cannot open {path.name}: {error.strerror}"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise SkipSession("unsafe_path", f"{path.name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            data = stream.read(limit + 1)
-    finally:
+        if info.st_size > limit:
+            raise SkipSession("too_large", f"{path.name} is larger than {limit} bytes")
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_small(path: Path, limit: int) -> bytes:
+    with open_regular(path, limit) as stream:
+        try:
+            data = stream.read(limit + 1)
+        except OSError as error:
+            raise SkipSession(
+                "invalid_recording", f"cannot read {path.name}: {error.strerror}"
+            ) from None
     if len(data) > limit:
-        raise SkipSession("invalid_recording", f"{path.name} is larger than {limit} bytes")
+        raise SkipSession("too_large", f"{path.name} is larger than {limit} bytes")
     return data
 
 
-def load_recording(root: Path, session_id: str) -> Recording:
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _text(value: Any, shortest: int) -> TypeGuard[str]:
+    return isinstance(value, str) and shortest <= len(value) <= MAX_TEXT_CHARS
+
+
+def load_recording(
+    root: Path, session_id: str, limits: RecordingLimits = DEFAULT_LIMITS
+) -> Recording:
     directory = session_directory(root, session_id)
     meta_path = regular_file(directory, "session.json", "session")
+    raw = read_small(meta_path, limits.session_json_bytes)
     try:
-        meta = loads_strict(read_small(meta_path, MAX_SESSION_JSON_BYTES).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise SkipSession(
-            "invalid_recording", f"session.json is not valid JSON ({error})"
-        ) from None
+        meta = parse_json(raw.decode("utf-8-sig"), limits.json_depth)  # -sig: drop a BOM
+    except UnicodeDecodeError:
+        raise SkipSession("invalid_recording", "session.json is not UTF-8") from None
+    except BadJson as error:
+        raise SkipSession("invalid_recording", f"session.json: {error} ({error.reason})") from None
     if not isinstance(meta, dict):
         raise SkipSession("invalid_recording", "session.json must be an object")
 
@@ -126,27 +311,29 @@ def load_recording(root: Path, session_id: str) -> Recording:
         return SkipSession("invalid_recording", f"session.json: {message}")
 
     if meta.get("format") != FORMAT:
-        raise bad(f"format must be {FORMAT!r}, got {meta.get('format')!r}")
+        raise bad(f"format must be {FORMAT!r}, got {_show(meta.get('format'))}")
     if meta.get("sessionId") != session_id:
-        raise bad(f"sessionId {meta.get('sessionId')!r} does not match the folder {session_id!r}")
+        raise bad(
+            f"sessionId {_show(meta.get('sessionId'))} does not match the folder {session_id!r}"
+        )
     rover = meta.get("roverId")
-    if not isinstance(rover, str) or not rover:
-        raise bad("roverId must be a non-empty string")
+    if not _text(rover, 1):
+        raise bad(f"roverId must be a string of 1 to {MAX_TEXT_CHARS} characters")
     profile = meta.get("controlProfile")
-    if profile is not None and not isinstance(profile, str):
-        raise bad("controlProfile must be a string or null")
+    if profile is not None and not _text(profile, 0):
+        raise bad(f"controlProfile must be null or a string of at most {MAX_TEXT_CHARS} characters")
     video = meta.get("video")
     if not isinstance(video, dict):
         raise bad("video must be an object with file and offsetMs")
     offset = video.get("offsetMs", 0)
-    if isinstance(offset, bool) or not isinstance(offset, int | float) or abs(offset) > 60_000:
-        raise bad("video.offsetMs must be a number of milliseconds within ±60000")
+    if not _is_number(offset) or abs(offset) > MAX_OFFSET_MS:
+        raise bad(f"video.offsetMs must be a number of milliseconds within ±{MAX_OFFSET_MS}")
     commands = meta.get("commands")
     if not isinstance(commands, dict):
         raise bad("commands must be an object with file")
     roles = meta.get("commandRoles", {})
     if not isinstance(roles, dict) or not all(
-        isinstance(key, str) and value in ROLES for key, value in roles.items()
+        isinstance(value, str) and value in ROLES for value in roles.values()
     ):
         raise bad(f"commandRoles must map command types to one of {', '.join(ROLES)}")
     return Recording(
@@ -162,48 +349,106 @@ def load_recording(root: Path, session_id: str) -> Recording:
     )
 
 
-def parse_command_line(line: str) -> Command | None:
-    """One command, or None when the line is not a valid command."""
-    try:
-        item = loads_strict(line)
-    except (ValueError, RecursionError):
-        return None
+def command_from_json(item: Any) -> Command:
+    """The command a parsed line holds; BadJson("invalid_command") when it is not one."""
+
+    def bad(message: str) -> BadJson:
+        return BadJson("invalid_command", message)
+
     if not isinstance(item, dict):
-        return None
+        raise bad("a command must be an object")
     t = item.get("t")
+    if not _is_number(t) or abs(t) > MAX_TIME_MS:
+        raise bad(f"t must be a number of milliseconds within ±{MAX_TIME_MS}")
     kind = item.get("type")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
-        return None
-    if not isinstance(kind, str) or not kind or len(kind) > 64:
-        return None
-    values = item.get("values", {})
+    if not isinstance(kind, str) or not 1 <= len(kind) <= MAX_NAME_CHARS:
+        raise bad(f"type must be a string of 1 to {MAX_NAME_CHARS} characters")
+    values = item.get("values")
     if values is None:
         values = {}
-    if not isinstance(values, dict) or len(values) > 32:
-        return None
+    if not isinstance(values, dict) or len(values) > MAX_VALUES:
+        raise bad(f"values must be null or an object with at most {MAX_VALUES} numbers")
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        if not math.isfinite(value) or len(name) > 64:
-            return None
+        if not _is_number(value) or len(name) > MAX_NAME_CHARS:
+            raise bad(f"each value must be a number named by at most {MAX_NAME_CHARS} characters")
     return Command(float(t), kind, {name: float(value) for name, value in values.items()})
 
 
-def parse_command_log(text: str) -> CommandLog:
-    """Parse the NDJSON command log; bad lines are counted and skipped.
+def command_from_line(
+    line: bytes | str, max_depth: int = MAX_JSON_DEPTH, max_bytes: int = MAX_COMMAND_LINE_BYTES
+) -> Command:
+    """One command-log line (newline and a trailing CR removed); BadJson when it is bad."""
+    if len(line) > max_bytes:
+        raise BadJson("too_long", f"line longer than {max_bytes} bytes")
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadJson("invalid_utf8", "line is not UTF-8") from None
+    return command_from_json(parse_json(line, max_depth))
 
-    A line whose `t` goes backwards by more than a second is bad; smaller jitter is kept and
-    the commands are returned sorted by time.
+
+def parse_command_line(line: str) -> Command | None:
+    """One command, or None when the line is not a valid command."""
+    try:
+        return command_from_line(line)
+    except BadJson:
+        return None
+
+
+def _blank(line: bytes) -> bool:
+    return not line.strip(b" \t\r")
+
+
+def _split_lines(chunks: Iterator[bytes], max_bytes: int) -> Iterator[bytes | None]:
+    """Lines split on LF (a trailing CR removed); None for a line longer than `max_bytes`.
+
+    Never holds more than about one chunk plus `max_bytes` in memory.
     """
+    pending = b""
+    overlong = False
+    for chunk in chunks:
+        pending += chunk
+        lines = pending.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if overlong:
+                overlong = False
+                yield None
+            else:
+                yield line[:-1] if line.endswith(b"\r") else line
+        if len(pending) > max_bytes + 1:
+            overlong, pending = True, b""
+    if overlong:
+        yield None
+    elif pending:
+        yield pending[:-1] if pending.endswith(b"\r") else pending
+
+
+def _parse_lines(
+    lines: Iterator[bytes | None], limits: RecordingLimits, name: str = "command log"
+) -> CommandLog:
     log = CommandLog(commands=[])
     latest = -math.inf
-    for raw in text.splitlines():
-        if not raw.strip():
+    first = True
+    for line in lines:
+        if first and line is not None:
+            line = line.removeprefix(b"\xef\xbb\xbf")
+        first = False
+        if line is not None and _blank(line):
             continue
         log.lines += 1
-        command = parse_command_line(raw)
-        if command is None or command.t < latest - BACKWARDS_TOLERANCE_MS:
-            log.invalid_lines += 1
+        if log.lines > limits.commands:
+            raise SkipSession("too_large", f"{name} has more than {limits.commands} lines")
+        try:
+            if line is None:
+                raise BadJson("too_long", "line too long")
+            command = command_from_line(line, limits.json_depth, limits.command_line_bytes)
+        except BadJson as error:
+            log.drop(error.reason)
+            continue
+        if command.t < latest - BACKWARDS_TOLERANCE_MS:
+            log.drop("time_backwards")
             continue
         latest = max(latest, command.t)
         clipped = {name: min(1.0, max(-1.0, value)) for name, value in command.values.items()}
@@ -215,13 +460,46 @@ def parse_command_log(text: str) -> CommandLog:
     return log
 
 
-def read_command_log(recording: Recording) -> CommandLog:
-    raw = read_small(recording.commands_path, MAX_COMMAND_LOG_BYTES)
-    log = parse_command_log(raw.decode("utf-8", errors="replace"))
+def parse_command_log(text: str | bytes, limits: RecordingLimits = DEFAULT_LIMITS) -> CommandLog:
+    """Parse the NDJSON command log; bad lines are counted by reason and skipped.
+
+    A line whose `t` goes backwards by more than a second is bad; smaller jitter is kept and
+    the commands are returned sorted by time.
+    """
+    data = text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text
+    return _parse_lines(_split_lines(iter([data]), limits.command_line_bytes), limits)
+
+
+def read_command_log(recording: Recording, limits: RecordingLimits = DEFAULT_LIMITS) -> CommandLog:
+    path = recording.commands_path
+    with open_regular(path, limits.command_log_bytes) as stream:
+        total = 0
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal total
+            while True:
+                try:
+                    chunk = stream.read(_CHUNK_BYTES)
+                except OSError as error:
+                    raise SkipSession(
+                        "invalid_recording", f"cannot read {path.name}: {error.strerror}"
+                    ) from None
+                if not chunk:
+                    return
+                total += len(chunk)
+                if total > limits.command_log_bytes:
+                    raise SkipSession(
+                        "too_large", f"{path.name} is larger than {limits.command_log_bytes} bytes"
+                    )
+                yield chunk
+
+        log = _parse_lines(_split_lines(chunks(), limits.command_line_bytes), limits)
     if log.lines and log.invalid_lines * 2 > log.lines:
         raise SkipSession(
             "invalid_recording",
-            f"command log is mostly invalid ({log.invalid_lines} of {log.lines} lines bad)",
+            f"command log is mostly invalid ({log.invalid_lines} of {log.lines} lines bad: "
+            + ", ".join(f"{count} {reason}" for reason, count in sorted(log.dropped.items()))
+            + ")",
         )
     return log
 
