@@ -119,6 +119,7 @@ class SessionResult:
     windows: int
     usable_windows: int
     invalid_command_lines: int
+    dropped_command_lines: dict[str, int]
     clipped_command_values: int
     commands: int
     sampled_windows: int
@@ -132,6 +133,7 @@ class SessionResult:
             "windows": self.windows,
             "usableWindows": self.usable_windows,
             "invalidCommandLines": self.invalid_command_lines,
+            "droppedCommandLines": self.dropped_command_lines,
             "clippedCommandValues": self.clipped_command_values,
             "commands": self.commands,
             "partition": self.partition,
@@ -350,6 +352,7 @@ class _Labelled:
     usable: list[int]
     commands: int
     invalid_lines: int
+    dropped: dict[str, int]
     clipped_values: int
 
 
@@ -371,7 +374,13 @@ def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
     if not usable:
         raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
     return _Labelled(
-        schema, labels, usable, len(log.commands), log.invalid_lines, log.clipped_values
+        schema=schema,
+        labels=labels,
+        usable=usable,
+        commands=len(log.commands),
+        invalid_lines=log.invalid_lines,
+        dropped=dict(log.dropped),
+        clipped_values=log.clipped_values,
     )
 
 
@@ -418,6 +427,7 @@ def _process_session(
         windows=len(labels.category),
         usable_windows=len(labelled.usable),
         invalid_command_lines=labelled.invalid_lines,
+        dropped_command_lines=labelled.dropped,
         clipped_command_values=labelled.clipped_values,
         commands=labelled.commands,
         sampled_windows=len(indices),
