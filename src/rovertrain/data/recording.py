@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,10 +17,11 @@ from typing import Any
 
 from rovertrain.data.command_schema import ROLES
 from rovertrain.errors import SkipSession
+from rovertrain.identifiers import IDENTIFIER
 from rovertrain.job.config import loads_strict, valid_identifier
 
 FORMAT = "rovertrain-recording/1"
-FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+FILE_NAME = IDENTIFIER
 MAX_SESSION_JSON_BYTES = 1 << 20
 MAX_COMMAND_LOG_BYTES = 256 << 20
 BACKWARDS_TOLERANCE_MS = 1000.0
