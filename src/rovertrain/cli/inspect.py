@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from rovertrain.errors import RovertrainError
@@ -28,7 +27,7 @@ def inspect_root(
     )
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
     request = DatasetRequest(
-        root, processing_order(job.sessions, 0), initial_schema(), replace(job.config), 0,
+        root, processing_order(job.sessions, 0), initial_schema(), job.config, 0,
         keep_windows=False,
     )  # fmt: skip
     dataset = build_dataset(request, stream, lambda: False)

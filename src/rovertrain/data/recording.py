@@ -6,7 +6,6 @@ them into a validated `Recording`. No av, no torch: the video itself is opened e
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -52,7 +51,6 @@ class Recording:
     video_offset_ms: float
     commands_path: Path
     command_roles: Mapping[str, str]
-    started_at: Any = None
 
 
 def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
@@ -158,7 +156,6 @@ def load_recording(root: Path, session_id: str) -> Recording:
         video_offset_ms=float(offset),
         commands_path=regular_file(directory, commands.get("file"), "command log"),
         command_roles=dict(roles),
-        started_at=meta.get("startedAt"),
     )
 
 
@@ -224,7 +221,3 @@ def read_command_log(recording: Recording) -> CommandLog:
             f"command log is mostly invalid ({log.invalid_lines} of {log.lines} lines bad)",
         )
     return log
-
-
-def json_dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, indent=2)

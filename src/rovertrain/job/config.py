@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -131,18 +131,6 @@ class Job:
     gate: Gate
     jobId: str | None = None
     seed: int = 0
-    source: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "sessions": list(self.sessions),
-            "actionThreshold": self.actionThreshold,
-            "jobId": self.jobId,
-            "seed": self.seed,
-            "config": self.config.to_json(),
-            "gate": self.gate.to_json(),
-        }
 
 
 def _reject_constant(name: str) -> float:
@@ -292,5 +280,4 @@ def parse_job(document: Any) -> Job:
         gate=gate,
         jobId=job_id,
         seed=seed,
-        source=document,
     )

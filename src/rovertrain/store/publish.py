@@ -96,10 +96,5 @@ def publish_checkpoint(
         ) from None  # fmt: skip
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
-        if error.errno == 17:  # EEXIST from renameat2
-            raise RovertrainError(
-                "publish_conflict", f"Checkpoint {model_id} already exists; nothing replaced.",
-                str(error),
-            ) from None  # fmt: skip
         raise disk_error(error, "checkpoint") from None
     return document
