@@ -8,6 +8,7 @@ from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
 from rovertrain.job.config import parse_job, valid_identifier
 from rovertrain.protocol.events import EventStream
+from rovertrain.store.layout import Layout
 
 
 def inspect_root(
@@ -19,7 +20,7 @@ def inspect_root(
     from rovertrain.data.partition import processing_order
 
     root = Path(root_text).resolve()
-    recordings = root / "recordings"
+    recordings = Layout(root).recordings
     if not recordings.is_dir():
         raise RovertrainError("root_unavailable", f"{root} has no recordings/ folder.")
     sessions = list(session_ids) or sorted(

@@ -9,12 +9,13 @@ from typing import Any
 from rovertrain.cli.console import console_line
 from rovertrain.cli.summary import summarise
 from rovertrain.errors import RovertrainError
+from rovertrain.store.layout import JobDir
 
 WIDTH_IN, HEIGHT_IN, DPI = 14, 9, 100
 
 
 def load_events(job_dir: Path) -> list[dict[str, Any]]:
-    path = job_dir / "events.ndjson"
+    path = JobDir(job_dir).events
     if not path.exists():
         raise RovertrainError("not_found", f"No event log at {path}.")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -84,7 +85,7 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         ax.text(0.98, 0.02, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
     figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
     figure.tight_layout()
-    path = Path(out) if out else job_dir / "report.png"
+    path = Path(out) if out else JobDir(job_dir).report
     temporary = path.with_name(f".{path.name}.tmp.png")
     figure.savefig(temporary)
     plt.close(figure)

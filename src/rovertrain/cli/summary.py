@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rovertrain.store.layout import Layout
+
 
 def summarise(events: list[dict[str, Any]]) -> list[str]:
     lines = []
@@ -49,7 +51,7 @@ def main(argv: list[str]) -> int:
     if argv[1] == "--job-dir":
         events = [json.loads(line) for line in Path(argv[2]).read_text().splitlines() if line]
         started = next(e for e in events if e["kind"] == "started")
-        print(Path(started["root"]) / "training" / "jobs" / started["jobId"])
+        print(Layout(Path(started["root"])).job(started["jobId"]).path)
         return 0
     events = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line]
     sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")

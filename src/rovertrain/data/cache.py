@@ -22,6 +22,7 @@ import numpy as np
 from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
 from rovertrain.data.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Recording
+from rovertrain.store.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class CacheEntry:
 
 
 def cache_dir(root: Path) -> Path:
-    return root / "training" / "cache"
+    return Layout(root).cache
 
 
 def entry_for(root: Path, recording: Recording) -> CacheEntry:
@@ -49,8 +50,8 @@ def entry_for(root: Path, recording: Recording) -> CacheEntry:
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     name = f"{recording.session_id}-{key[:20]}"
-    directory = cache_dir(root)
-    return CacheEntry(name, key, directory / f"{name}.frames", directory / f"{name}.json")
+    layout = Layout(root)
+    return CacheEntry(name, key, layout.cache_frames(name), layout.cache_meta(name))
 
 
 @dataclass

@@ -12,18 +12,32 @@ from typing import Any
 from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
 from rovertrain.protocol.events import TERMINAL_KINDS
+from rovertrain.store.layout import JobDir
 
 
 def job_running(job_dir: Path) -> bool:
-    lock = job_dir.parent.parent / ".lock"
     try:
-        with open(lock, "rb") as stream:
+        with open(JobDir(job_dir).lock, "rb") as stream:
             fcntl.flock(stream.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
             return False
     except BlockingIOError:
         return True
     except OSError:
         return False
+
+
+def keep_previous_log(job_dir: Path) -> None:
+    """A rerun under the same jobId starts a fresh log; the earlier one is kept beside it.
+
+    `events.ndjson` becomes `events.<n>.ndjson`, n the first free number from 1.
+    """
+    files = JobDir(job_dir)
+    if not files.events.exists():
+        return
+    number = 1
+    while files.previous_events(number).exists():
+        number += 1
+    files.events.rename(files.previous_events(number))
 
 
 def render(event: dict[str, Any]) -> str:
@@ -59,7 +73,7 @@ def render(event: dict[str, Any]) -> str:
 
 def replay(job_dir_text: str, follow: bool, raw: bool | None, fd: int) -> int:
     job_dir = Path(job_dir_text)
-    path = job_dir / "events.ndjson"
+    path = JobDir(job_dir).events
     if not path.exists():
         raise RovertrainError("not_found", f"No event log at {path}.")
     raw = (not os.isatty(fd)) if raw is None else raw

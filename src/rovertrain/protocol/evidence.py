@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rovertrain.store.layout import JobDir
+
 
 class GrowingCsv:
     def __init__(self, path: Path, base_fields: tuple[str, ...]):
@@ -64,8 +66,9 @@ class EvidenceWriter:
 
     def __init__(self, job_dir: Path):
         job_dir.mkdir(parents=True, exist_ok=True)
-        self.training = GrowingCsv(job_dir / "training_log.csv", ("step", "elapsedSeconds"))
-        self.evals = GrowingCsv(job_dir / "checkpoint_evals.csv", ("step",))
+        files = JobDir(job_dir)
+        self.training = GrowingCsv(files.training_log, ("step", "elapsedSeconds"))
+        self.evals = GrowingCsv(files.checkpoint_evals, ("step",))
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event["kind"] == "progress":

@@ -10,7 +10,8 @@ from typing import Any
 from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
-from rovertrain.store.publish import METADATA_FILE, checkpoints_dir
+from rovertrain.store.layout import Layout
+from rovertrain.store.publish import METADATA_FILE
 
 
 def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
@@ -42,7 +43,7 @@ def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def catalogue(root: Path) -> list[dict[str, Any]]:
-    directory = checkpoints_dir(root)
+    directory = Layout(root).checkpoints
     entries: list[dict[str, Any]] = []
     if not directory.is_dir():
         return entries

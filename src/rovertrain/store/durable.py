@@ -13,6 +13,7 @@ from typing import IO
 
 from rovertrain.errors import RovertrainError
 from rovertrain.hooks import test_hooks
+from rovertrain.store.layout import Layout
 
 RENAME_NOREPLACE = 1
 AT_FDCWD = -100
@@ -81,7 +82,7 @@ class JobLock:
     """An exclusive flock on `root/training/.lock`; the file itself is never deleted."""
 
     def __init__(self, root: Path):
-        self.path = root / "training" / ".lock"
+        self.path = Layout(root).lock
         self.stream: IO[bytes] | None = None
 
     def acquire(self) -> None:
