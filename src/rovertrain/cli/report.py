@@ -9,6 +9,7 @@ from typing import Any
 from rovertrain.cli.console import console_line
 from rovertrain.cli.summary import summarise
 from rovertrain.errors import RovertrainError
+from rovertrain.store.durable import replacing
 from rovertrain.store.layout import JobDir
 
 WIDTH_IN, HEIGHT_IN, DPI = 14, 9, 100
@@ -86,10 +87,11 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
     figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
     figure.tight_layout()
     path = Path(out) if out else JobDir(job_dir).report
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary)
-    plt.close(figure)
-    temporary.replace(path)
+    try:
+        with replacing(path) as temporary:
+            figure.savefig(temporary, format="png")
+    finally:
+        plt.close(figure)
     for line in summarise(events):
         console_line(line)
     console_line(f"report: {path}")

@@ -22,6 +22,7 @@ import numpy as np
 from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
 from rovertrain.data.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Recording
+from rovertrain.store.durable import replacing
 from rovertrain.store.layout import Layout
 
 
@@ -87,9 +88,8 @@ def load(entry: CacheEntry) -> CachedFrames | None:
 
 
 def write_meta(entry: CacheEntry, result: dict[str, Any]) -> None:
-    temporary = entry.meta_path.with_name(f".{entry.name}.{os.getpid()}.json.tmp")
-    temporary.write_text(json.dumps({"key": entry.key, **result}))
-    os.replace(temporary, entry.meta_path)
+    with replacing(entry.meta_path) as temporary:
+        temporary.write_text(json.dumps({"key": entry.key, **result}))
 
 
 def evict(root: Path, max_bytes: int, keep: set[str]) -> int:

@@ -37,11 +37,11 @@ def main(request: dict[str, Any], conn: Any) -> None:
             time.sleep(3600)
     from rovertrain.data.decode import DecodeLimits, decode_to_file
     from rovertrain.errors import SkipSession
+    from rovertrain.store.durable import replacing
 
     frames_path = Path(request["framesPath"])
-    temporary = frames_path.with_name(f".{frames_path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "wb") as sink:
+        with replacing(frames_path) as temporary, open(temporary, "wb") as sink:
             result = decode_to_file(
                 Path(request["videoPath"]),
                 float(request["offsetMs"]),
@@ -50,7 +50,6 @@ def main(request: dict[str, Any], conn: Any) -> None:
                 hooks,
                 lambda frames: conn.send(("frames", frames)),
             )
-        os.replace(temporary, frames_path)
         from rovertrain.data.cache import CacheEntry, write_meta
 
         entry = CacheEntry(request["name"], request["key"], frames_path, Path(request["metaPath"]))
@@ -63,6 +62,4 @@ def main(request: dict[str, Any], conn: Any) -> None:
     except Exception as error:
         conn.send(("skip", "decode_error", f"{type(error).__name__}: {str(error)[:300]}"))
     finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         conn.close()

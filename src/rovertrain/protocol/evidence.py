@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
+from rovertrain.store.durable import replacing
 from rovertrain.store.layout import JobDir
 
 
@@ -48,9 +48,8 @@ class GrowingCsv:
         writer.writeheader()
         for old in rows:
             writer.writerow({key: old.get(key, "") for key in self.fields})
-        temporary = self.path.with_name(f".{self.path.name}.tmp")
-        temporary.write_text(buffer.getvalue())
-        os.replace(temporary, self.path)
+        with replacing(self.path) as temporary:
+            temporary.write_text(buffer.getvalue())
 
 
 def flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
