@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rovertrain.cli.console import console_line
 from rovertrain.cli.summary import summarise
 from rovertrain.errors import RovertrainError
+from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.durable import replacing
 from rovertrain.store.layout import JobDir
 
@@ -19,7 +19,7 @@ def load_events(job_dir: Path) -> list[dict[str, Any]]:
     path = JobDir(job_dir).events
     if not path.exists():
         raise RovertrainError("not_found", f"No event log at {path}.")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list(read_events(path))
 
 
 def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:

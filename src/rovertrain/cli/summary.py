@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.layout import Layout
 
 
@@ -49,11 +49,11 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if argv[1] == "--job-dir":
-        events = [json.loads(line) for line in Path(argv[2]).read_text().splitlines() if line]
+        events = list(read_events(Path(argv[2])))
         started = next(e for e in events if e["kind"] == "started")
         print(Layout(Path(started["root"])).job(started["jobId"]).path)
         return 0
-    events = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line]
+    events = list(read_events(Path(argv[1])))
     sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")
     return 0
 
