@@ -11,6 +11,8 @@
           <name>.json                    its metadata, written last (`cache_meta(name)`)
         checkpoints/                     published models (`checkpoints`)
           <id>/                          one immutable checkpoint (`checkpoint(id)`)
+            weights.safetensors          its weights (`WEIGHTS_FILE`)
+            model.json                   its metadata and file digests (`METADATA_FILE`)
           .<id>.pending/                 its staging folder while written (`staging(id)`)
         jobs/<jobId>/                    one job's files (`job(jobId)`, a `JobDir`)
           events.ndjson                  the replay log of its events (`events`)
@@ -28,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STAGING_SUFFIX = ".pending"
+WEIGHTS_FILE = "weights.safetensors"
+METADATA_FILE = "model.json"
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,8 @@ from safetensors.torch import save as safetensors_bytes
 
 from rovertrain.errors import RovertrainError
 from rovertrain.store.durable import disk_error, fsync_directory, rename_no_replace, write_durably
-from rovertrain.store.layout import Layout, is_staging
+from rovertrain.store.layout import METADATA_FILE, WEIGHTS_FILE, Layout, is_staging
 
-WEIGHTS_FILE = "weights.safetensors"
-METADATA_FILE = "model.json"
 ADJECTIVES = ("amber", "curious", "gentle", "quiet", "silver", "bright", "merry", "sleepy")
 ANIMALS = ("otter", "finch", "badger", "robin", "fox", "heron", "marten", "wren")
 
