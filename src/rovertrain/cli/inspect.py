@@ -28,16 +28,25 @@ def inspect_root(
     )
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
     request = DatasetRequest(
-        root, processing_order(job.sessions, 0), initial_schema(), job.config, 0,
+        root=root,
+        sessions=processing_order(job.sessions, 0),
+        schema=initial_schema(),
+        config=job.config,
+        seed=0,
         keep_windows=False,
-    )  # fmt: skip
+    )
     dataset = build_dataset(request, stream, lambda: False)
     stream.emit(
-        "inspected", sessions=len(dataset.accepted), skipped=len(dataset.rejected),
-        schema=dataset.schema, decodeSeconds=dataset.decode_seconds,
-    )  # fmt: skip
-    console_line(f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
-                 f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}")  # fmt: skip
+        "inspected",
+        sessions=len(dataset.accepted),
+        skipped=len(dataset.rejected),
+        schema=dataset.schema,
+        decodeSeconds=dataset.decode_seconds,
+    )
+    console_line(
+        f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
+        f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}"
+    )
     for row in dataset.rows:
         categories = row["categories"]
         console_line(

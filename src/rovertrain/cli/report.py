@@ -60,8 +60,8 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         ("movementRecall", "movement recall", gate.get("minMovementRecall")),
         ("precision", "precision", gate.get("minPrecision")),
     ):
-        line = ax.plot(eval_steps, [e["metrics"].get(key, 0) for e in evaluations], marker="o",
-                       label=label)  # fmt: skip
+        values = [e["metrics"].get(key, 0) for e in evaluations]
+        line = ax.plot(eval_steps, values, marker="o", label=label)
         if threshold is not None:
             ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)
     ax.set(title="Held-out metrics (dotted: gate thresholds)", xlabel="step", ylim=(0, 1.05))

@@ -29,8 +29,10 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
         lines.append(f"not trained: {last.get('reason')}")
         return lines
     evaluation = last["evaluation"]
-    lines.append(f"trained {last['steps']} steps, {last['examples']} examples, "
-                 f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s")  # fmt: skip
+    lines.append(
+        f"trained {last['steps']} steps, {last['examples']} examples, "
+        f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s"
+    )
     if "f1" in evaluation:
         lines.append(
             f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}, "

@@ -76,10 +76,8 @@ def load(entry: CacheEntry) -> CachedFrames | None:
             return None
         if entry.frames_path.stat().st_size != count * FRAME_BYTES:
             return None
-        frames = np.memmap(
-            entry.frames_path, dtype=np.uint8, mode="r",
-            shape=(count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS),
-        )  # fmt: skip
+        shape = (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
+        frames = np.memmap(entry.frames_path, dtype=np.uint8, mode="r", shape=shape)
         with contextlib.suppress(OSError):
             os.utime(entry.meta_path)
         return CachedFrames(frames, ticks, frame_times, dict(meta["stats"]))

@@ -86,9 +86,10 @@ def publish_checkpoint(
     except FileExistsError as error:
         shutil.rmtree(staging, ignore_errors=True)
         raise RovertrainError(
-            "publish_conflict", f"Checkpoint {model_id} already exists; nothing replaced.",
+            "publish_conflict",
+            f"Checkpoint {model_id} already exists; nothing replaced.",
             str(error),
-        ) from None  # fmt: skip
+        ) from None
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
         raise disk_error(error, "checkpoint") from None
