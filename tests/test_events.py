@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -8,8 +9,13 @@ import textwrap
 
 import pytest
 
-from conftest import parse_events
-from rovertrain.protocol.events import ContractViolation, EventStream, non_finite_path
+from conftest import REPO, parse_events
+from rovertrain.protocol.events import (
+    REQUIRED_FIELDS,
+    ContractViolation,
+    EventStream,
+    non_finite_path,
+)
 
 
 def read_all(fd: int) -> bytes:
@@ -122,3 +128,16 @@ def test_a_failing_listener_is_disabled_not_fatal(capsys) -> None:
     assert [e["phase"] for e in seen] == ["decode", "train"]
     assert stream.listeners == [seen.append]
     assert "disabled after an error: boom" in capsys.readouterr().err
+
+
+def test_required_fields_are_the_schema_s_kind_for_kind() -> None:
+    schema = json.loads((REPO / "schemas" / "events.schema.json").read_text())
+    from_schema = {}
+    for rule in schema["allOf"]:
+        kind = rule["if"]["properties"]["kind"]["const"]
+        definition = schema["$defs"][rule["then"]["$ref"].removeprefix("#/$defs/")]
+        from_schema[kind] = tuple(definition.get("required", ()))
+    assert set(schema["properties"]["kind"]["enum"]) == set(from_schema)
+    assert from_schema == REQUIRED_FIELDS
+    envelope = set(schema["required"])
+    assert all(not envelope & set(fields) for fields in REQUIRED_FIELDS.values())

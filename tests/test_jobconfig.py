@@ -62,6 +62,8 @@ def test_seed_fields_are_accepted_unchanged() -> None:
         ("/sessions/1", with_(sessions=["ok", "../etc"])),
         ("/sessions/0", with_(sessions=["/abs"])),
         ("/sessions/0", with_(sessions=["a\u0000b"])),
+        ("/sessions/0", with_(sessions=["s1\n"])),
+        ("/jobId", with_(jobId="nightly\n")),
         ("/sessions/1", with_(sessions=["a", "a"])),
         ("/config/threads", with_(config={"threads": 0})),
         ("/config/threads", with_(config={"threads": 1.5})),

@@ -20,7 +20,8 @@ def test_publish_writes_verified_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["model.json", "weights.safetensors"]
     assert json.loads((folder / "model.json").read_text()) == document
     (entry,) = catalogue(tmp_path)
-    assert entry["valid"] and entry["id"] == "m1"
+    assert entry.valid and entry.id == "m1" and entry.files == ("weights.safetensors",)
+    assert entry.event_fields()["name"] == "test"
 
 
 @pytest.mark.parametrize("existing", ["empty", "content", "symlink"])
@@ -59,9 +60,9 @@ def test_catalogue_flags_a_flipped_byte_and_unlisted_files(tmp_path: Path) -> No
     data[len(data) // 2] ^= 0x01
     weights.write_bytes(bytes(data))
     (tmp_path / "training" / "checkpoints" / "m2" / "extra.bin").write_bytes(b"x")
-    entries = {entry["id"]: entry for entry in catalogue(tmp_path)}
-    assert not entries["m1"]["valid"] and "sha256" in entries["m1"]["problems"][0]
-    assert not entries["m2"]["valid"] and "unlisted" in entries["m2"]["problems"][0]
+    entries = {entry.id: entry for entry in catalogue(tmp_path)}
+    assert not entries["m1"].valid and "sha256" in entries["m1"].problems[0]
+    assert not entries["m2"].valid and "unlisted" in entries["m2"].problems[0]
 
 
 def test_stale_staging_is_removed(tmp_path: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
-from rovertrain.job.config import parse_job, valid_identifier
+from rovertrain.identifiers import valid_identifier
+from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream
+from rovertrain.store.layout import Layout
 
 
 def inspect_root(
@@ -20,7 +21,7 @@ def inspect_root(
     from rovertrain.data.partition import processing_order
 
     root = Path(root_text).resolve()
-    recordings = root / "recordings"
+    recordings = Layout(root).recordings
     if not recordings.is_dir():
         raise RovertrainError("root_unavailable", f"{root} has no recordings/ folder.")
     sessions = list(session_ids) or sorted(
@@ -28,16 +29,25 @@ def inspect_root(
     )
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
     request = DatasetRequest(
-        root, processing_order(job.sessions, 0), initial_schema(), replace(job.config), 0,
+        root=root,
+        sessions=processing_order(job.sessions, 0),
+        schema=initial_schema(),
+        config=job.config,
+        seed=0,
         keep_windows=False,
-    )  # fmt: skip
+    )
     dataset = build_dataset(request, stream, Unwatched())
     stream.emit(
-        "inspected", sessions=len(dataset.accepted), skipped=len(dataset.rejected),
-        schema=dataset.schema, decodeSeconds=dataset.decode_seconds,
-    )  # fmt: skip
-    console_line(f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
-                 f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}")  # fmt: skip
+        "inspected",
+        sessions=len(dataset.accepted),
+        skipped=len(dataset.rejected),
+        schema=dataset.schema,
+        decodeSeconds=dataset.decode_seconds,
+    )
+    console_line(
+        f"{'session':<28} {'partition':<9} {'windows':>8} {'usable':>7} "
+        f"{'command':>8} {'stop':>5} {'codec':<6} {'decode s':>8}"
+    )
     for row in dataset.rows():
         categories = row["categories"]
         console_line(

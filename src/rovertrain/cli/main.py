@@ -169,7 +169,7 @@ def models(root: str) -> None:
     """List published checkpoints, verifying every file."""
 
     def body(stream: EventStream) -> int:
-        from rovertrain.store.catalogue import list_models
+        from rovertrain.cli.models import list_models
 
         return list_models(root, stream)
 

@@ -50,13 +50,11 @@ class ProgressView:
         elif kind == "progress":
             if self.training is None:
                 self.training = self.progress.add_task("training", total=None, detail="")
-            self.progress.update(
-                self.training, completed=event["steps"],
-                detail=f"loss {event['loss']:.4f}  {event['examplesPerSecond']:.0f} ex/s",
-            )  # fmt: skip
+            detail = f"loss {event['loss']:.4f}  {event['examplesPerSecond']:.0f} ex/s"
+            self.progress.update(self.training, completed=event["steps"], detail=detail)
         if "elapsedSeconds" in event:
-            self.progress.update(self.budget, completed=event["elapsedSeconds"],
-                                 detail=event.get("phase", ""))  # fmt: skip
+            phase = event.get("phase", "")
+            self.progress.update(self.budget, completed=event["elapsedSeconds"], detail=phase)
         if kind == "phase" and event["phase"] != "decode":
             self.show_decoding({})
         if kind in ("complete", "error"):

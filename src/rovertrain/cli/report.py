@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rovertrain.cli.console import console_line
 from rovertrain.cli.summary import summarise
 from rovertrain.errors import RovertrainError
+from rovertrain.protocol.eventlog import read_events
+from rovertrain.store.durable import replacing
+from rovertrain.store.layout import JobDir
 
 WIDTH_IN, HEIGHT_IN, DPI = 14, 9, 100
 
 
 def load_events(job_dir: Path) -> list[dict[str, Any]]:
-    path = job_dir / "events.ndjson"
+    path = JobDir(job_dir).events
     if not path.exists():
         raise RovertrainError("not_found", f"No event log at {path}.")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list(read_events(path))
 
 
 def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
@@ -58,8 +60,8 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         ("movementRecall", "movement recall", gate.get("minMovementRecall")),
         ("precision", "precision", gate.get("minPrecision")),
     ):
-        line = ax.plot(eval_steps, [e["metrics"].get(key, 0) for e in evaluations], marker="o",
-                       label=label)  # fmt: skip
+        values = [e["metrics"].get(key, 0) for e in evaluations]
+        line = ax.plot(eval_steps, values, marker="o", label=label)
         if threshold is not None:
             ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)
     ax.set(title="Held-out metrics (dotted: gate thresholds)", xlabel="step", ylim=(0, 1.05))
@@ -84,11 +86,12 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         ax.text(0.98, 0.02, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
     figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
     figure.tight_layout()
-    path = Path(out) if out else job_dir / "report.png"
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary)
-    plt.close(figure)
-    temporary.replace(path)
+    path = Path(out) if out else JobDir(job_dir).report
+    try:
+        with replacing(path) as temporary:
+            figure.savefig(temporary, format="png")
+    finally:
+        plt.close(figure)
     for line in summarise(events):
         console_line(line)
     console_line(f"report: {path}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from rovertrain.protocol.eventlog import read_events
+from rovertrain.store.layout import Layout
 
 
 def summarise(events: list[dict[str, Any]]) -> list[str]:
@@ -27,8 +29,10 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
         lines.append(f"not trained: {last.get('reason')}")
         return lines
     evaluation = last["evaluation"]
-    lines.append(f"trained {last['steps']} steps, {last['examples']} examples, "
-                 f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s")  # fmt: skip
+    lines.append(
+        f"trained {last['steps']} steps, {last['examples']} examples, "
+        f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s"
+    )
     if "f1" in evaluation:
         lines.append(
             f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}, "
@@ -47,11 +51,11 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if argv[1] == "--job-dir":
-        events = [json.loads(line) for line in Path(argv[2]).read_text().splitlines() if line]
+        events = list(read_events(Path(argv[2])))
         started = next(e for e in events if e["kind"] == "started")
-        print(Path(started["root"]) / "training" / "jobs" / started["jobId"])
+        print(Layout(Path(started["root"])).job(started["jobId"]).path)
         return 0
-    events = [json.loads(line) for line in Path(argv[1]).read_text().splitlines() if line]
+    events = list(read_events(Path(argv[1])))
     sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")
     return 0
 

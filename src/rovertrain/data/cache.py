@@ -22,6 +22,8 @@ import numpy as np
 from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
 from rovertrain.data.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Recording
+from rovertrain.store.durable import replacing
+from rovertrain.store.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class CacheEntry:
 
 
 def cache_dir(root: Path) -> Path:
-    return root / "training" / "cache"
+    return Layout(root).cache
 
 
 def entry_for(root: Path, recording: Recording) -> CacheEntry:
@@ -49,8 +51,8 @@ def entry_for(root: Path, recording: Recording) -> CacheEntry:
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     name = f"{recording.session_id}-{key[:20]}"
-    directory = cache_dir(root)
-    return CacheEntry(name, key, directory / f"{name}.frames", directory / f"{name}.json")
+    layout = Layout(root)
+    return CacheEntry(name, key, layout.cache_frames(name), layout.cache_meta(name))
 
 
 @dataclass
@@ -74,10 +76,8 @@ def load(entry: CacheEntry) -> CachedFrames | None:
             return None
         if entry.frames_path.stat().st_size != count * FRAME_BYTES:
             return None
-        frames = np.memmap(
-            entry.frames_path, dtype=np.uint8, mode="r",
-            shape=(count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS),
-        )  # fmt: skip
+        shape = (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
+        frames = np.memmap(entry.frames_path, dtype=np.uint8, mode="r", shape=shape)
         with contextlib.suppress(OSError):
             os.utime(entry.meta_path)
         return CachedFrames(frames, ticks, frame_times, dict(meta["stats"]))
@@ -86,9 +86,8 @@ def load(entry: CacheEntry) -> CachedFrames | None:
 
 
 def write_meta(entry: CacheEntry, result: dict[str, Any]) -> None:
-    temporary = entry.meta_path.with_name(f".{entry.name}.{os.getpid()}.json.tmp")
-    temporary.write_text(json.dumps({"key": entry.key, **result}))
-    os.replace(temporary, entry.meta_path)
+    with replacing(entry.meta_path) as temporary:
+        temporary.write_text(json.dumps({"key": entry.key, **result}))
 
 
 def evict(root: Path, max_bytes: int, keep: set[str]) -> int:

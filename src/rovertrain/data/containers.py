@@ -6,8 +6,6 @@ its URLs, or a JPEG renamed `.webm`. We only ever hand FFmpeg an allow-listed de
 
 from __future__ import annotations
 
-ALLOWED = ("matroska", "mov", "avi", "ivf", "mpegts", "ogg")
-
 
 def sniff_container(head: bytes) -> str | None:
     """The demuxer to use for a file starting with `head`, or None if not allowed."""

@@ -37,11 +37,11 @@ def main(request: DecodeRequest, conn: Connection) -> None:
             time.sleep(3600)
     from rovertrain.data.decode import decode_to_file
     from rovertrain.errors import SkipSession
+    from rovertrain.store.durable import replacing
 
     frames_path = request.frames_path
-    temporary = frames_path.with_name(f".{frames_path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "wb") as sink:
+        with replacing(frames_path) as temporary, open(temporary, "wb") as sink:
             result = decode_to_file(
                 request.video_path,
                 request.offset_ms,
@@ -50,7 +50,6 @@ def main(request: DecodeRequest, conn: Connection) -> None:
                 hooks,
                 lambda frames: conn.send(FramesDecoded(frames)),
             )
-        os.replace(temporary, frames_path)
         from rovertrain.data.cache import CacheEntry, write_meta
 
         entry = CacheEntry(request.name, request.key, frames_path, request.meta_path)
@@ -63,6 +62,4 @@ def main(request: DecodeRequest, conn: Connection) -> None:
     except Exception as error:
         conn.send(DecodeFailure("decode_error", f"{type(error).__name__}: {str(error)[:300]}"))
     finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         conn.close()

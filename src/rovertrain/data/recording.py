@@ -24,10 +24,10 @@ from typing import IO, Any, TypeGuard
 
 from rovertrain.data.command_schema import ROLES
 from rovertrain.errors import SkipSession
-from rovertrain.job.config import valid_identifier
+from rovertrain.identifiers import IDENTIFIER, valid_identifier
 
 FORMAT = "rovertrain-recording/1"
-FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+FILE_NAME = IDENTIFIER
 MAX_SESSION_JSON_BYTES = 1 << 20
 """Largest session.json read (bigger: skipped, `too_large`)."""
 MAX_COMMAND_LOG_BYTES = 256 << 20
@@ -111,7 +111,6 @@ class Recording:
     video_offset_ms: float
     commands_path: Path
     command_roles: Mapping[str, str]
-    started_at: Any = None
 
 
 class BadJson(Exception):
@@ -345,7 +344,6 @@ def load_recording(
         video_offset_ms=float(offset),
         commands_path=regular_file(directory, commands.get("file"), "command log"),
         command_roles=dict(roles),
-        started_at=meta.get("startedAt"),
     )
 
 
@@ -502,7 +500,3 @@ def read_command_log(recording: Recording, limits: RecordingLimits = DEFAULT_LIM
             + ")",
         )
     return log
-
-
-def json_dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, indent=2)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from rovertrain.errors import InvalidJob
+from rovertrain.identifiers import IDENTIFIER, valid_identifier
 
-IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_SECONDS = 7 * 24 * 3600
 
 
@@ -132,18 +131,6 @@ class Job:
     gate: Gate
     jobId: str | None = None
     seed: int = 0
-    source: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "sessions": list(self.sessions),
-            "actionThreshold": self.actionThreshold,
-            "jobId": self.jobId,
-            "seed": self.seed,
-            "config": self.config.to_json(),
-            "gate": self.gate.to_json(),
-        }
 
 
 def _reject_constant(name: str) -> float:
@@ -250,10 +237,6 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def valid_identifier(value: Any) -> bool:
-    return isinstance(value, str) and bool(IDENTIFIER.match(value)) and value not in {".", ".."}
-
-
 def parse_job(document: Any) -> Job:
     if not isinstance(document, dict):
         raise InvalidJob("", "a job must be a JSON object")
@@ -271,8 +254,7 @@ def parse_job(document: Any) -> Job:
         if not valid_identifier(session_id):
             raise InvalidJob(
                 f"/sessions/{index}",
-                f"session id {json.dumps(session_id)[:80]} must match "
-                "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+                f"session id {json.dumps(session_id)[:80]} must match {IDENTIFIER.pattern}",
             )
         if session_id in seen:
             raise InvalidJob(f"/sessions/{index}", f"session {session_id} is listed twice")
@@ -286,7 +268,7 @@ def parse_job(document: Any) -> Job:
         raise InvalidJob("/actionThreshold", f"must be below 1, got {threshold!r}")
     job_id = document.get("jobId")
     if job_id is not None and not valid_identifier(job_id):
-        raise InvalidJob("/jobId", "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+        raise InvalidJob("/jobId", f"must match {IDENTIFIER.pattern}")
     seed = _number(document.get("seed", 0), Number(0, 0, 2**32 - 1, integer=True), "/seed")
     config = Config(**_section(document.get("config", {}), "/config", CONFIG_FIELDS))
     gate = Gate(**_section(document.get("gate", {}), "/gate", GATE_FIELDS))
@@ -298,5 +280,4 @@ def parse_job(document: Any) -> Job:
         gate=gate,
         jobId=job_id,
         seed=seed,
-        source=document,
     )

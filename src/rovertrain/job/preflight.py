@@ -9,6 +9,7 @@ from typing import Any
 from rovertrain.data.recording import session_directory
 from rovertrain.errors import RovertrainError, SkipSession
 from rovertrain.job.config import Job
+from rovertrain.store.layout import Layout
 
 
 def check_root_usable(root: Path) -> None:
@@ -16,13 +17,14 @@ def check_root_usable(root: Path) -> None:
         raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
     if not root.is_dir():
         raise RovertrainError("root_unavailable", f"The data root {root} is not a folder.")
-    training = root / "training"
+    layout = Layout(root)
+    training = layout.training
     target = training if training.exists() else root
     if not os.access(target, os.W_OK | os.X_OK):
         raise RovertrainError(
             "root_unavailable", f"The data root {target} is not writable by this user."
         )
-    if not (root / "recordings").is_dir():
+    if not layout.recordings.is_dir():
         raise RovertrainError(
             "root_unavailable", f"The data root {root} has no recordings/ folder."
         )

@@ -16,6 +16,7 @@ from rovertrain.job.config import Job
 from rovertrain.job.evaluation import GateEvaluation
 from rovertrain.job.state import TrainingState
 from rovertrain.learn.policy import Policy, parameter_count, specification
+from rovertrain.store.layout import Layout
 from rovertrain.store.publish import new_identity, publish_checkpoint
 from rovertrain.store.resume import save_resume
 
@@ -79,7 +80,7 @@ def publish(root: Path, candidate: Candidate, state: TrainingState, model: Polic
     weights = {key: value.contiguous() for key, value in model.state_dict().items()}
     metadata = model_metadata(candidate, state, model, model_id, name)
     document = publish_checkpoint(root, model_id, weights, metadata)
-    return Published(model_id, name, root / "training" / "checkpoints" / model_id, document)
+    return Published(model_id, name, Layout(root).checkpoint(model_id), document)
 
 
 def carry_over(

@@ -30,6 +30,7 @@ from rovertrain.job.steps import (
     restore_policy,
 )
 from rovertrain.protocol.events import EventStream
+from rovertrain.store.layout import Layout
 
 
 def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) -> int:
@@ -48,7 +49,7 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
     lock.acquire()
     control = job_control(job.config, stream, watchers)
     try:
-        open_job_log(root / "training" / "jobs" / job_id, stream, watchers)
+        open_job_log(Layout(root).job(job_id).path, stream, watchers)
         removed = remove_stale_staging(root)
         announce(job, root, stream, removed)
         return run_steps(job, job_id, root, stream, control)

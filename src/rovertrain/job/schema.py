@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rovertrain.job.config import CHOICES, CONFIG_FIELDS, GATE_FIELDS, IDENTIFIER, Number
+from rovertrain.identifiers import IDENTIFIER
+from rovertrain.job.config import CHOICES, CONFIG_FIELDS, GATE_FIELDS, Number
 
 
 def _field(name: str, spec: Number) -> dict[str, Any]:

@@ -39,6 +39,7 @@ def job_control(config: Config, stream: EventStream, watchers: Sequence[JobWatch
 
 def open_job_log(job_dir: Path, stream: EventStream, watchers: Sequence[JobWatcher]) -> None:
     """The job's replay log and evidence files, then whoever watches live."""
+    from rovertrain.protocol.eventlog import keep_previous_log
     from rovertrain.protocol.evidence import EvidenceWriter
 
     keep_previous_log(job_dir)
@@ -59,17 +60,6 @@ def announce(job: Job, root: Path, stream: EventStream, removed_staging: list[st
         removedStaging=removed_staging,
         pid=os.getpid(),
     )
-
-
-def keep_previous_log(job_dir: Path) -> None:
-    """A rerun under the same jobId starts a fresh log; the earlier one is kept beside it."""
-    log = job_dir / "events.ndjson"
-    if not log.exists():
-        return
-    number = 1
-    while (job_dir / f"events.{number}.ndjson").exists():
-        number += 1
-    log.rename(job_dir / f"events.{number}.ndjson")
 
 
 def limit_cpu(threads: int) -> None:

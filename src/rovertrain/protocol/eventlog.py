@@ -1,4 +1,8 @@
-"""`rovertrain events JOBDIR [--follow]`: replay a job's event log, then follow it."""
+"""A job's event log (`events.ndjson`): the one reader, and `rovertrain events JOBDIR [--follow]`.
+
+The log is written one whole line per event. A line without its newline is a torn or still
+growing last line: readers leave it out (and a follower picks it up once it is complete).
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,69 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
 from rovertrain.protocol.events import TERMINAL_KINDS
+from rovertrain.store.layout import JobDir
+
+
+class EventLogReader:
+    """Reads an event log as it grows: each `read` returns the lines completed since the last."""
+
+    def __init__(self, stream: IO[bytes]):
+        self._stream = stream
+        self._pending = b""
+
+    def fill(self) -> bool:
+        """Take in what was written since the last call; False when nothing was."""
+        chunk = self._stream.read()
+        self._pending += chunk
+        return bool(chunk)
+
+    def take(self) -> list[tuple[bytes, dict[str, Any]]]:
+        """(raw line, event) of every complete line taken in and not yet returned."""
+        *lines, self._pending = self._pending.split(b"\n")
+        return [(line, json.loads(line)) for line in lines if line.strip()]
+
+    def read(self) -> list[tuple[bytes, dict[str, Any]]]:
+        self.fill()
+        return self.take()
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of the log at `path`, in order, without a torn last line."""
+    with open(path, "rb") as stream:
+        for _line, event in EventLogReader(stream).read():
+            yield event
 
 
 def job_running(job_dir: Path) -> bool:
-    lock = job_dir.parent.parent / ".lock"
     try:
-        with open(lock, "rb") as stream:
+        with open(JobDir(job_dir).lock, "rb") as stream:
             fcntl.flock(stream.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
             return False
     except BlockingIOError:
         return True
     except OSError:
         return False
+
+
+def keep_previous_log(job_dir: Path) -> None:
+    """A rerun under the same jobId starts a fresh log; the earlier one is kept beside it.
+
+    `events.ndjson` becomes `events.<n>.ndjson`, n the first free number from 1.
+    """
+    files = JobDir(job_dir)
+    if not files.events.exists():
+        return
+    number = 1
+    while files.previous_events(number).exists():
+        number += 1
+    files.events.rename(files.previous_events(number))
 
 
 def render(event: dict[str, Any]) -> str:
@@ -59,31 +108,25 @@ def render(event: dict[str, Any]) -> str:
 
 def replay(job_dir_text: str, follow: bool, raw: bool | None, fd: int) -> int:
     job_dir = Path(job_dir_text)
-    path = job_dir / "events.ndjson"
+    path = JobDir(job_dir).events
     if not path.exists():
         raise RovertrainError("not_found", f"No event log at {path}.")
     raw = (not os.isatty(fd)) if raw is None else raw
-    pending = b""
     with open(path, "rb") as stream:
+        reader = EventLogReader(stream)
         while True:
-            chunk = stream.read()
-            if chunk:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if not line:
-                        continue
-                    event = json.loads(line)
-                    _write(fd, line + b"\n" if raw else (render(event) + "\n").encode())
-                    if event.get("kind") in TERMINAL_KINDS:
-                        return ExitCode.COMPLETED
+            grew = reader.fill()
+            for line, event in reader.take():
+                _write(fd, line + b"\n" if raw else (render(event) + "\n").encode())
+                if event.get("kind") in TERMINAL_KINDS:
+                    return ExitCode.COMPLETED
+            if grew:
                 continue
             if not follow:
                 return ExitCode.COMPLETED
             if not job_running(job_dir):
                 # One last read: the job may have written its terminal event just now.
-                if stream.read(1):
-                    stream.seek(-1, os.SEEK_CUR)
+                if reader.fill():
                     continue
                 raise RovertrainError(
                     "job_not_running",

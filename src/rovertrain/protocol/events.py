@@ -21,12 +21,24 @@ import orjson
 FORMAT_VERSION = 1
 TERMINAL_KINDS = frozenset({"complete", "error"})
 
-# Fields each kind must carry beyond the envelope. The JSON Schema in `schemas/` is the full
-# contract; this table lets production turn a malformed event into an `internal` error instead
-# of writing it.
+# Fields each kind must carry beyond the envelope: the `required` lists of
+# `schemas/events.schema.json`, kind for kind and in the same order (tests/test_events.py keeps
+# them equal). The schema is the full contract; this table, kept in code so that an installed
+# package needs no schema file, lets production turn a malformed event into an `internal`
+# error instead of writing it.
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "started": ("jobId", "version", "config"),
-    "dependencies": ("python", "rovertrain", "selfTest"),
+    "dependencies": (
+        "python",
+        "rovertrain",
+        "torch",
+        "numpy",
+        "av",
+        "ffmpeg",
+        "parameters",
+        "specification",
+        "selfTest",
+    ),
     "validated": ("root", "sessions"),
     "phase": ("phase", "elapsedSeconds"),
     "heartbeat": ("phase", "elapsedSeconds"),

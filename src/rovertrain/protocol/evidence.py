@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import threading
 from pathlib import Path
 from typing import Any
+
+from rovertrain.store.durable import replacing
+from rovertrain.store.layout import JobDir
 
 
 class GrowingCsv:
@@ -46,9 +48,8 @@ class GrowingCsv:
         writer.writeheader()
         for old in rows:
             writer.writerow({key: old.get(key, "") for key in self.fields})
-        temporary = self.path.with_name(f".{self.path.name}.tmp")
-        temporary.write_text(buffer.getvalue())
-        os.replace(temporary, self.path)
+        with replacing(self.path) as temporary:
+            temporary.write_text(buffer.getvalue())
 
 
 def flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -64,8 +65,9 @@ class EvidenceWriter:
 
     def __init__(self, job_dir: Path):
         job_dir.mkdir(parents=True, exist_ok=True)
-        self.training = GrowingCsv(job_dir / "training_log.csv", ("step", "elapsedSeconds"))
-        self.evals = GrowingCsv(job_dir / "checkpoint_evals.csv", ("step",))
+        files = JobDir(job_dir)
+        self.training = GrowingCsv(files.training_log, ("step", "elapsedSeconds"))
+        self.evals = GrowingCsv(files.checkpoint_evals, ("step",))
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event["kind"] == "progress":

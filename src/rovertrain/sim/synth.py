@@ -23,6 +23,7 @@ import numpy as np
 
 from rovertrain.data.partition import is_held_out
 from rovertrain.data.recording import FORMAT
+from rovertrain.store.layout import Layout
 
 WIDTH, HEIGHT = 320, 240
 HORIZON = 84
@@ -209,7 +210,7 @@ def write_session(
     offset_ms = round(rng.uniform(40, 160), 1)
     profile = PROFILES[index % len(PROFILES)]
     rover = ROVERS[index % len(ROVERS)]
-    directory = root / "recordings" / session_id
+    directory = Layout(root).recording_dir(session_id)
     directory.mkdir(parents=True, exist_ok=True)
     renderer = Renderer(np.random.default_rng(rng.randrange(2**32)))
     video_path = directory / "camera.webm"
@@ -295,7 +296,7 @@ def write_dataset(
     import multiprocessing
 
     root = Path(out).resolve()
-    (root / "recordings").mkdir(parents=True, exist_ok=True)
+    Layout(root).recordings.mkdir(parents=True, exist_ok=True)
     ids = session_ids(sessions, seed)
     tasks = [(str(root), sid, i, seed, minutes, shuffle_commands) for i, sid in enumerate(ids)]
     if workers > 1 and len(tasks) > 1:

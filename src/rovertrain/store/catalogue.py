@@ -1,16 +1,14 @@
-"""`rovertrain models`: the published checkpoints, each verified file by file."""
+"""The catalogue of published checkpoints, each verified file by file (no output here)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rovertrain.errors import RovertrainError
-from rovertrain.exitcodes import ExitCode
-from rovertrain.protocol.events import EventStream
-from rovertrain.store.publish import METADATA_FILE, checkpoints_dir
+from rovertrain.store.layout import METADATA_FILE, Layout
 
 
 def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
@@ -41,44 +39,60 @@ def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
     return meta, problems
 
 
-def catalogue(root: Path) -> list[dict[str, Any]]:
-    directory = checkpoints_dir(root)
-    entries: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class ModelRecord:
+    """One published checkpoint as the catalogue found it (values from its model.json)."""
+
+    id: str
+    name: str | None
+    created_at: int | None
+    steps: int | None
+    evaluation: str | None
+    f1: float | None
+    promote: bool | None
+    valid: bool
+    problems: tuple[str, ...]
+    files: tuple[str, ...]
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of its `model` event."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "createdAt": self.created_at,
+            "steps": self.steps,
+            "evaluation": self.evaluation,
+            "f1": self.f1,
+            "promote": self.promote,
+            "valid": self.valid,
+            "problems": list(self.problems),
+        }
+
+
+def catalogue(root: Path) -> list[ModelRecord]:
+    """Every published checkpoint under `root`, verified file by file, oldest first."""
+    directory = Layout(root).checkpoints
+    records: list[ModelRecord] = []
     if not directory.is_dir():
-        return entries
+        return records
     for path in sorted(directory.iterdir()):
         if path.name.startswith(".") or not path.is_dir() or path.is_symlink():
             continue
         meta, problems = verify_checkpoint(path)
         validation = meta.get("validation") or {}
-        entries.append(
-            {
-                "id": path.name,
-                "name": meta.get("name"),
-                "createdAt": meta.get("createdAt"),
-                "steps": meta.get("trainingSteps"),
-                "evaluation": meta.get("evaluation"),
-                "f1": validation.get("f1"),
-                "promote": meta.get("promote"),
-                "valid": not problems,
-                "problems": problems,
-            }
+        records.append(
+            ModelRecord(
+                id=path.name,
+                name=meta.get("name"),
+                created_at=meta.get("createdAt"),
+                steps=meta.get("trainingSteps"),
+                evaluation=meta.get("evaluation"),
+                f1=validation.get("f1"),
+                promote=meta.get("promote"),
+                valid=not problems,
+                problems=tuple(problems),
+                files=tuple(meta.get("files", {})),
+            )
         )
-    entries.sort(key=lambda entry: entry["createdAt"] or 0)
-    return entries
-
-
-def list_models(root_text: str, stream: EventStream) -> int:
-    from rovertrain.cli.console import console_line
-
-    root = Path(root_text).resolve()
-    if not root.is_dir():
-        raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
-    for entry in catalogue(root):
-        stream.emit("model", **entry)
-        state = "ok" if entry["valid"] else "INVALID: " + "; ".join(entry["problems"])
-        console_line(
-            f"{entry['id']}  {entry['name'] or '?':<28} steps={entry['steps']} "
-            f"{entry['evaluation']}  promote={entry['promote']}  {state}"
-        )
-    return ExitCode.COMPLETED
+    records.sort(key=lambda record: record.created_at or 0)
+    return records

@@ -1,4 +1,4 @@
-"""Durable file operations: fsync'd writes, no-replace renames, the job lock."""
+"""Durable file operations: fsync'd writes, replacing a file whole, no-replace renames, the lock."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import errno
 import fcntl
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from rovertrain.errors import RovertrainError
 from rovertrain.hooks import test_hooks
+from rovertrain.store.layout import Layout
 
 RENAME_NOREPLACE = 1
 AT_FDCWD = -100
@@ -64,24 +66,49 @@ def rename_no_replace(source: Path, target: Path) -> None:
         raise OSError(code, os.strerror(code), str(target))
 
 
-def atomic_replace(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old or the new file, never a mix."""
+@contextlib.contextmanager
+def replacing(path: Path, *, durable: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write; when the block succeeds, rename it over
+    `path`, so readers see the old file or the new one, never a mix.
+
+    The temporary, `.<name>.<pid>.tmp`, lies in the same folder (the rename stays on one file
+    system; the leading dot and `.tmp` mark the leftovers of a killed writer). If the block
+    raises, or the rename fails, the temporary is removed and `path` is left as it was.
+    `durable=True` also fsyncs the new file before the rename and the folder after it, so the
+    new content survives a power cut.
+    """
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        write_durably(temporary, data)
+        yield temporary
+        if durable:
+            fd = os.open(temporary, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         os.replace(temporary, path)
-        fsync_directory(path.parent)
+        if durable:
+            fsync_directory(path.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
 
 
+def atomic_replace(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, durably, so readers see the old or the new file.
+
+    (`write_durably` already fsyncs the file; the helper's second fsync finds nothing to flush.)
+    """
+    with replacing(path, durable=True) as temporary:
+        write_durably(temporary, data)
+
+
 class JobLock:
     """An exclusive flock on `root/training/.lock`; the file itself is never deleted."""
 
     def __init__(self, root: Path):
-        self.path = root / "training" / ".lock"
+        self.path = Layout(root).lock
         self.stream: IO[bytes] | None = None
 
     def acquire(self) -> None:

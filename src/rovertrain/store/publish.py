@@ -22,24 +22,18 @@ from safetensors.torch import save as safetensors_bytes
 
 from rovertrain.errors import RovertrainError
 from rovertrain.store.durable import disk_error, fsync_directory, rename_no_replace, write_durably
+from rovertrain.store.layout import METADATA_FILE, WEIGHTS_FILE, Layout, is_staging
 
-WEIGHTS_FILE = "weights.safetensors"
-METADATA_FILE = "model.json"
 ADJECTIVES = ("amber", "curious", "gentle", "quiet", "silver", "bright", "merry", "sleepy")
 ANIMALS = ("otter", "finch", "badger", "robin", "fox", "heron", "marten", "wren")
-
-
-def checkpoints_dir(root: Path) -> Path:
-    return root / "training" / "checkpoints"
 
 
 def remove_stale_staging(root: Path) -> list[str]:
     """Remove `.*.pending` folders of crashed jobs (call only while holding the job lock)."""
     removed = []
-    directory = checkpoints_dir(root)
     with contextlib.suppress(FileNotFoundError):
-        for path in directory.iterdir():
-            if path.name.startswith(".") and path.name.endswith(".pending"):
+        for path in Layout(root).checkpoints.iterdir():
+            if is_staging(path.name):
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path.name)
     return removed
@@ -70,10 +64,11 @@ def publish_checkpoint(
             "The trained weights contain NaN or infinite values; nothing was published.",
             ", ".join(bad[:10]),
         )
-    directory = checkpoints_dir(root)
+    layout = Layout(root)
+    directory = layout.checkpoints
     directory.mkdir(parents=True, exist_ok=True)
-    staging = directory / f".{model_id}.pending"
-    target = directory / model_id
+    staging = layout.staging(model_id)
+    target = layout.checkpoint(model_id)
     tensors = {name: tensor.detach().contiguous().cpu() for name, tensor in state.items()}
     weights = safetensors_bytes(tensors, metadata={"format": "pt"})
     try:
@@ -91,15 +86,11 @@ def publish_checkpoint(
     except FileExistsError as error:
         shutil.rmtree(staging, ignore_errors=True)
         raise RovertrainError(
-            "publish_conflict", f"Checkpoint {model_id} already exists; nothing replaced.",
+            "publish_conflict",
+            f"Checkpoint {model_id} already exists; nothing replaced.",
             str(error),
-        ) from None  # fmt: skip
+        ) from None
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
-        if error.errno == 17:  # EEXIST from renameat2
-            raise RovertrainError(
-                "publish_conflict", f"Checkpoint {model_id} already exists; nothing replaced.",
-                str(error),
-            ) from None  # fmt: skip
         raise disk_error(error, "checkpoint") from None
     return document

@@ -17,12 +17,13 @@ from rovertrain.data.command_schema import validate_schema
 from rovertrain.errors import RovertrainError
 from rovertrain.learn.policy import VERSION
 from rovertrain.store.durable import atomic_replace, disk_error
+from rovertrain.store.layout import Layout
 
 UNSAFE_ENV = ("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",)
 
 
 def resume_path(root: Path) -> Path:
-    return root / "training" / f"resume-v{VERSION}.pt"
+    return Layout(root).resume(VERSION)
 
 
 def _refuse(path: Path, why: str) -> RovertrainError:
