@@ -91,6 +91,26 @@ def test_validate_job_reports_missing_sessions_and_accepts_good_ones(
     assert "missing-session" in result.last()["message"]
 
 
+def test_a_job_without_sessions_means_every_session_and_offline_needs_no_root(
+    cli, synth_data, tmp_path
+) -> None:
+    job = json.loads((synth_data / "job.json").read_text())
+    listed = len(job.pop("sessions"))
+    template = tmp_path / "all.json"
+    template.write_text(json.dumps(job))
+    result = cli("validate-job", str(template))
+    assert result.code == 0 and result.last()["sessions"] == listed
+    assert result.last()["allSessions"] is False  # resolved against the root
+    offline = tmp_path / "offline.json"
+    offline.write_text(json.dumps({**job, "root": "/nowhere/at/all"}))
+    result = cli("validate-job", "--offline", str(offline))
+    assert result.code == 0 and result.last()["offline"] is True
+    assert result.last()["allSessions"] is True and result.last()["sessions"] == 0
+    offline.write_text(json.dumps({**job, "root": "/nowhere", "config": {"threads": 0}}))
+    result = cli("validate-job", "--offline", str(offline))
+    assert result.code == 2 and result.last()["pointer"] == "/config/threads"
+
+
 def test_check_deps_names_a_broken_dependency() -> None:
     program = (
         "import sys\n"

@@ -27,6 +27,14 @@ def with_(**changes) -> str:
     return json.dumps({**GOOD, **changes})
 
 
+def test_sessions_may_be_absent_but_not_null_or_wrong() -> None:
+    assert load_job_text('{"root": "/x"}').sessions is None
+    assert load_job_text('{"root": "/x", "sessions": []}').sessions == ()
+    with pytest.raises(InvalidJob) as raised:
+        load_job_text('{"root": "/x", "sessions": "a"}')
+    assert raised.value.pointer == "/sessions"
+
+
 def test_defaults_are_documented_and_applied() -> None:
     job = load_job_text(json.dumps(GOOD))
     assert job.config.threads == CONFIG_FIELDS["threads"].default

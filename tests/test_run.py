@@ -23,10 +23,15 @@ def checkpoints(root: Path) -> list[Path]:
 
 
 def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None:
-    result = cli("run", "--job", str(write_job(synth_copy, **FAST)))
+    path = write_job(synth_copy, **FAST)
+    job = json.loads(path.read_text())
+    del job["sessions"]  # every session under root/recordings
+    path.write_text(json.dumps(job))
+    result = cli("run", "--job", str(path))
     assert result.code == 0, result.stderr
     kinds = result.kinds()
     assert kinds[0] == "started" and kinds[-1] == "complete"
+    assert result.events[0]["sessions"] == 5
     phases = [e["phase"] for e in result.of("phase")]
     assert phases == ["decode", "train", "evaluate", "publish"]
     assert len(result.of("dataset")) == 5

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from rovertrain.errors import RovertrainError
 from rovertrain.exitcodes import ExitCode
-from rovertrain.identifiers import valid_identifier
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
@@ -19,18 +18,18 @@ def inspect_root(
     from rovertrain.data.command_schema import initial_schema
     from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
     from rovertrain.data.partition import processing_order
+    from rovertrain.data.recording import list_sessions
+    from rovertrain.job.preflight import job_sessions
 
     root = Path(root_text).resolve()
     recordings = Layout(root).recordings
     if not recordings.is_dir():
         raise RovertrainError("root_unavailable", f"{root} has no recordings/ folder.")
-    sessions = list(session_ids) or sorted(
-        path.name for path in recordings.iterdir() if valid_identifier(path.name)
-    )
+    sessions = list(session_ids) or list_sessions(root)
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
     request = DatasetRequest(
         root=root,
-        sessions=processing_order(job.sessions, 0),
+        sessions=processing_order(job_sessions(job), 0),
         schema=initial_schema(),
         config=job.config,
         seed=0,

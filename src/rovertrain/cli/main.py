@@ -92,7 +92,7 @@ def run(job_path: str, progress: bool | None) -> None:
         if stderr_is_terminal() if progress is None else progress:
             from rovertrain.cli.progressview import ProgressView
 
-            watchers.append(ProgressView(len(job.sessions), job.config.maxJobSeconds))
+            watchers.append(ProgressView(len(job.sessions or ()), job.config.maxJobSeconds))
         return run_job(job, stream, watchers)
 
     _run_with_events(body)
@@ -113,15 +113,19 @@ def check_deps() -> None:
 
 @cli.command("validate-job")
 @click.argument("job_path", metavar="FILE")
-def validate_job(job_path: str) -> None:
+@click.option(
+    "--offline", is_flag=True, help="Check against the schema only: no root or sessions needed."
+)
+def validate_job(job_path: str, offline: bool) -> None:
     """Check a job file without running it (schema, root, sessions)."""
 
     def body(stream: EventStream) -> int:
         from rovertrain.job.config import load_job_file
-        from rovertrain.job.preflight import validate_job_on_disk
+        from rovertrain.job.preflight import validate_job_offline, validate_job_on_disk
 
         job = load_job_file(job_path)
-        stream.emit("validated", **validate_job_on_disk(job))
+        check = validate_job_offline if offline else validate_job_on_disk
+        stream.emit("validated", **check(job))
         return ExitCode.COMPLETED
 
     _run_with_events(body)

@@ -41,6 +41,8 @@ class ProgressView:
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
+        if kind == "started":  # the job may have listed every session under the root
+            self.progress.update(self.sessions, total=max(1, event["sessions"]))
         if kind in ("dataset", "skipped"):
             note = "skipped" if kind == "skipped" else f"{event['windows']} windows"
             self.progress.advance(self.sessions)

@@ -212,6 +212,15 @@ def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
         ) from None
 
 
+def list_sessions(root: Path) -> list[str]:
+    """Every session folder under `root/recordings` whose name is a valid id, sorted."""
+    try:
+        names = [entry.name for entry in os.scandir(root / "recordings") if entry.is_dir()]
+    except OSError:
+        return []
+    return sorted(name for name in names if valid_identifier(name))
+
+
 def session_directory(root: Path, session_id: str) -> Path:
     """The session folder, refusing ids and folders that could lead outside the root."""
     # fullmatch: `$` alone would let a trailing newline through.

@@ -125,7 +125,7 @@ class Gate:
 @dataclass(frozen=True)
 class Job:
     root: Path
-    sessions: tuple[str, ...]
+    sessions: tuple[str, ...] | None  # None: every session under root/recordings
     actionThreshold: float
     config: Config
     gate: Gate
@@ -247,10 +247,10 @@ def parse_job(document: Any) -> Job:
     if not isinstance(root, str) or not root or "\x00" in root:
         raise InvalidJob("/root", "must be a non-empty path string")
     sessions = document.get("sessions")
-    if not isinstance(sessions, list):
+    if sessions is not None and not isinstance(sessions, list):
         raise InvalidJob("/sessions", "must be an array of session ids")
     seen: set[str] = set()
-    for index, session_id in enumerate(sessions):
+    for index, session_id in enumerate(sessions or []):
         if not valid_identifier(session_id):
             raise InvalidJob(
                 f"/sessions/{index}",
@@ -274,7 +274,7 @@ def parse_job(document: Any) -> Job:
     gate = Gate(**_section(document.get("gate", {}), "/gate", GATE_FIELDS))
     return Job(
         root=Path(root),
-        sessions=tuple(sessions),
+        sessions=None if sessions is None else tuple(sessions),
         actionThreshold=float(threshold),
         config=config,
         gate=gate,

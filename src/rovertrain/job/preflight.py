@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rovertrain.data.recording import session_directory
+from rovertrain.data.recording import list_sessions, session_directory
 from rovertrain.errors import RovertrainError, SkipSession
 from rovertrain.job.config import Job
 from rovertrain.store.layout import Layout
@@ -30,11 +31,38 @@ def check_root_usable(root: Path) -> None:
         )
 
 
+def with_sessions(job: Job, root: Path) -> Job:
+    """The job with its session list: as given, or every session under root/recordings."""
+    if job.sessions is not None:
+        return job
+    return replace(job, sessions=tuple(list_sessions(root)))
+
+
+def job_sessions(job: Job) -> tuple[str, ...]:
+    if job.sessions is None:
+        raise ValueError("the job's sessions are not resolved yet (with_sessions)")
+    return job.sessions
+
+
+def validate_job_offline(job: Job) -> dict[str, Any]:
+    """What a job template says, checked against the schema only (no root needed)."""
+    return {
+        **({"jobId": job.jobId} if job.jobId else {}),
+        "root": str(job.root),
+        "sessions": len(job.sessions or ()),
+        "allSessions": job.sessions is None,
+        "offline": True,
+        "config": job.config.to_json(),
+        "gate": job.gate.to_json(),
+    }
+
+
 def validate_job_on_disk(job: Job) -> dict[str, Any]:
     root = job.root.resolve()
     check_root_usable(root)
+    job = with_sessions(job, root)
     missing = {}
-    for session_id in job.sessions:
+    for session_id in job_sessions(job):
         try:
             session_directory(root, session_id)
         except SkipSession as skip:
@@ -49,7 +77,8 @@ def validate_job_on_disk(job: Job) -> dict[str, Any]:
     return {
         **({"jobId": job.jobId} if job.jobId else {}),
         "root": str(root),
-        "sessions": len(job.sessions),
+        "sessions": len(job_sessions(job)),
+        "allSessions": False,
         "config": job.config.to_json(),
         "gate": job.gate.to_json(),
     }

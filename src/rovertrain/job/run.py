@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl, Phase
-from rovertrain.job.preflight import check_root_usable
+from rovertrain.job.preflight import check_root_usable, job_sessions, with_sessions
 from rovertrain.job.startup import (
     JobWatcher,
     announce,
@@ -41,6 +41,7 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
 
     # 1. Validate, budget the CPU, lock the root, clean up after crashed jobs, announce.
     check_root_usable(root)
+    job = with_sessions(job, root)
     limit_cpu(job.config.threads)
     from rovertrain.store.durable import JobLock
     from rovertrain.store.publish import remove_stale_staging
@@ -84,7 +85,7 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
 
     # 3. Partition, decode, label and sample the sessions.
     control.enter(Phase.DECODE)
-    order = processing_order(job.sessions, job.seed)
+    order = processing_order(job_sessions(job), job.seed)
     request = DatasetRequest(root, order, state.schema, config, job.seed)
     dataset = build_dataset(request, stream, control)
     control.pause_ended()

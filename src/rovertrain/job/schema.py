@@ -39,10 +39,16 @@ def job_schema() -> dict[str, Any]:
         "title": "rovertrain job",
         "type": "object",
         "additionalProperties": False,
-        "required": ["root", "sessions"],
+        "required": ["root"],
         "properties": {
             "root": {"type": "string", "minLength": 1, "description": "data root folder"},
-            "sessions": {"type": "array", "items": identifier, "uniqueItems": True},
+            "sessions": {
+                "type": "array",
+                "items": identifier,
+                "uniqueItems": True,
+                "description": "sessions to use, in any order; absent: every session folder "
+                "under root/recordings, in sorted order",
+            },
             "actionThreshold": {
                 "type": "number",
                 "exclusiveMinimum": 0,

@@ -56,7 +56,7 @@ def announce(job: Job, root: Path, stream: EventStream, removed_staging: list[st
         config=job.config.to_json(),
         gate=job.gate.to_json(),
         seed=job.seed,
-        sessions=len(job.sessions),
+        sessions=len(job.sessions or ()),
         removedStaging=removed_staging,
         pid=os.getpid(),
     )
