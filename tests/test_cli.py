@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, cli_env
+from conftest import REPO, cli_env, parse_events
 
 COMMANDS = ["run", "check-deps", "validate-job", "synth", "inspect", "models", "events", "report"]
 
@@ -109,6 +109,22 @@ def test_a_job_without_sessions_means_every_session_and_offline_needs_no_root(
     offline.write_text(json.dumps({**job, "root": "/nowhere", "config": {"threads": 0}}))
     result = cli("validate-job", "--offline", str(offline))
     assert result.code == 2 and result.last()["pointer"] == "/config/threads"
+
+
+def test_other_systems_get_a_clear_error_at_start() -> None:
+    program = (
+        "import sys\n"
+        "sys.platform = 'darwin'\n"
+        "from rovertrain.cli import main\n"
+        "sys.argv = ['rovertrain', 'check-deps']\n"
+        "main()\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, timeout=60, cwd=REPO
+    )
+    events = parse_events(completed.stdout)
+    assert completed.returncode == 1 and [e["kind"] for e in events] == ["error"]
+    assert events[0]["code"] == "unsupported_platform" and "Linux only" in events[0]["message"]
 
 
 def test_check_deps_names_a_broken_dependency() -> None:

@@ -27,6 +27,7 @@ class ErrorCode(StrEnum):
     JOB_NOT_RUNNING = "job_not_running"
     MISSING_DEPENDENCY = "missing_dependency"
     SELF_TEST_FAILED = "self_test_failed"
+    UNSUPPORTED_PLATFORM = "unsupported_platform"
     INTERNAL = "internal"
 
 

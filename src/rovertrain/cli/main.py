@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rovertrain import __version__
-from rovertrain.errors import RovertrainError
+from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.exitcodes import ExitCode, exit_code_for_error
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def _run_with_events(body: Callable[[EventStream], int]) -> None:
     stream = EventStream(claim_stdout())
     code: int
     try:
+        require_linux()
         code = body(stream)
     except RovertrainError as error:
         code = _emit_error(stream, error.event_fields(), exit_code_for_error(error.code))
@@ -50,6 +51,16 @@ def _run_with_events(body: Callable[[EventStream], int]) -> None:
     if stream.reader_gone:
         code = ExitCode.SUPERVISOR_GONE
     sys.exit(int(code))
+
+
+def require_linux() -> None:
+    """flock, renameat2, SIGTSTP and /proc are Linux's: say so before anything else runs."""
+    if not sys.platform.startswith("linux"):
+        raise RovertrainError(
+            ErrorCode.UNSUPPORTED_PLATFORM,
+            f"rovertrain runs on Linux only (this is {sys.platform}): it relies on flock, "
+            "renameat2, SIGTSTP and /proc.",
+        )
 
 
 def _emit_error(stream: EventStream, fields: dict[str, Any], code: ExitCode) -> int:
