@@ -6,11 +6,8 @@ import contextlib
 import ctypes
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
-
-from rovertrain.hooks import test_hooks
 
 PR_SET_PDEATHSIG = 1
 
@@ -28,13 +25,6 @@ def main(request: dict[str, Any], conn: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.nice(int(request.get("nice", 0)))
-    hooks = test_hooks()
-    session_id = request["sessionId"]
-    if session_id in hooks.get("crash", []):
-        os.kill(os.getpid(), signal.SIGSEGV)
-    if session_id in hooks.get("hang", []):
-        while True:
-            time.sleep(3600)
     from rovertrain.data.decode import DecodeLimits, decode_to_file
     from rovertrain.errors import SkipSession
 
@@ -47,7 +37,6 @@ def main(request: dict[str, Any], conn: Any) -> None:
                 float(request["offsetMs"]),
                 DecodeLimits(**request["limits"]),
                 sink,
-                hooks,
                 lambda frames: conn.send(("frames", frames)),
             )
         os.replace(temporary, frames_path)
