@@ -61,7 +61,7 @@ def reference_seconds(path: Path, threads: int) -> tuple[str, float]:
 def ours_seconds(path: Path, threads: int) -> float:
     limits = DecodeLimits(max_bytes=1 << 40, max_pixels=1 << 30, max_seconds=1e9, threads=threads)
     started = time.perf_counter()
-    decode_to_file(path, 0.0, limits, io.BytesIO(), {})
+    decode_to_file(path, 0.0, limits, io.BytesIO())
     return time.perf_counter() - started
 
 

@@ -39,7 +39,7 @@ def child_peak_rss(video: Path) -> float:
         "from pathlib import Path\n"
         "from rovertrain.data.decode import DecodeLimits, decode_to_file\n"
         "limits = DecodeLimits(1 << 40, 1 << 30, 1e9, 1)\n"
-        "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'), {})\n"
+        "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     output = subprocess.run([sys.executable, "-c", program, str(video)], capture_output=True,

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 EVENT_SCHEMA = json.loads((REPO / "schemas" / "events.schema.json").read_text())
 EVENT_VALIDATOR = Draft202012Validator(EVENT_SCHEMA)
 TERMINAL = {"complete", "error"}
+FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: fault injection, never in product code
 
 
 def _no_constants(name: str) -> Any:
@@ -68,11 +69,13 @@ class Result:
 
 
 def cli_env(hooks: dict[str, Any] | None = None) -> dict[str, str]:
+    """The CLI's environment; `hooks` are faults (see tests/faults/sitecustomize.py) to inject."""
     env = dict(os.environ)
     env["ROVERTRAIN_STRICT_EVENTS"] = "1"
-    env.pop("ROVERTRAIN_TEST_HOOKS", None)
+    env.pop("ROVERTRAIN_FAULTS", None)
     if hooks:
-        env["ROVERTRAIN_TEST_HOOKS"] = json.dumps(hooks)
+        env["ROVERTRAIN_FAULTS"] = json.dumps(hooks)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
     return env
 
 

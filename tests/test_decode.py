@@ -222,7 +222,7 @@ def test_repeated_timestamps_in_a_generated_file(tmp_path: Path) -> None:
             container.mux(packet)
     limits = DecodeLimits(1 << 30, 1 << 30, 1e6, 1)
     sink = io.BytesIO()
-    result = decode_to_file(path, 0.0, limits, sink, {})
+    result = decode_to_file(path, 0.0, limits, sink)
     assert result["stats"]["duplicateTimestamps"] == 1
     assert result["ticks"] == [0, 100, 200, 300, 400, 500]
     # The later of the two frames at 100 ms is the newer picture: it is the one kept.

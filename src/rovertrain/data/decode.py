@@ -128,7 +128,6 @@ def decode_to_file(
     offset_ms: float,
     limits: DecodeLimits,
     sink: BinaryIO,
-    hooks: dict[str, Any],
     report_frames: Callable[[int], None] = lambda frames: None,
 ) -> dict[str, Any]:
     """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
@@ -143,7 +142,6 @@ def decode_to_file(
         "backwardsTimestamps": 0,
         "decodeErrors": 0,
     }
-    slow = float(hooks.get("slowFrameSeconds", 0))
     try:
         container = av.open(
             str(path), format=container_name, options={"protocol_whitelist": "file"}
@@ -190,8 +188,6 @@ def decode_to_file(
                 if time.monotonic() - reported >= 0.5:
                     report_frames(stats["framesDecoded"])
                     reported = time.monotonic()
-                if slow:
-                    time.sleep(slow)
                 if frame.is_corrupt:
                     stats["corruptFrames"] += 1
                     continue

@@ -6,11 +6,9 @@ import contextlib
 import ctypes
 import os
 import signal
-import time
 from multiprocessing.connection import Connection
 
 from rovertrain.data.decode_protocol import DecodeDone, DecodeFailure, DecodeRequest, FramesDecoded
-from rovertrain.hooks import test_hooks
 
 PR_SET_PDEATHSIG = 1
 
@@ -28,13 +26,6 @@ def main(request: DecodeRequest, conn: Connection) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.nice(request.nice)
-    hooks = test_hooks()
-    session_id = request.session_id
-    if session_id in hooks.get("crash", []):
-        os.kill(os.getpid(), signal.SIGSEGV)
-    if session_id in hooks.get("hang", []):
-        while True:
-            time.sleep(3600)
     from rovertrain.data.decode import decode_to_file
     from rovertrain.errors import SkipSession
     from rovertrain.store.durable import replacing
@@ -47,7 +38,6 @@ def main(request: DecodeRequest, conn: Connection) -> None:
                 request.offset_ms,
                 request.limits,
                 sink,
-                hooks,
                 lambda frames: conn.send(FramesDecoded(frames)),
             )
         from rovertrain.data.cache import CacheEntry, write_meta

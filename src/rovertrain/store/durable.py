@@ -7,13 +7,11 @@ import ctypes
 import errno
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from rovertrain.errors import RovertrainError
-from rovertrain.hooks import test_hooks
 from rovertrain.store.layout import Layout
 
 RENAME_NOREPLACE = 1
@@ -21,8 +19,6 @@ AT_FDCWD = -100
 
 
 def fsync_directory(path: Path) -> None:
-    if test_hooks().get("failFsync"):
-        raise OSError(errno.EIO, "injected fsync failure")
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -32,25 +28,14 @@ def fsync_directory(path: Path) -> None:
 
 def write_durably(path: Path, data: bytes) -> None:
     """Write a new file and fsync it (the caller renames it into place)."""
-    hooks = test_hooks()
     with open(path, "xb") as stream:
-        chunk = 1 << 20
-        slow = float(hooks.get("slowWriteSeconds", 0))
-        for start in range(0, len(data), chunk):
-            stream.write(data[start : start + chunk])
-            if slow:
-                stream.flush()
-                time.sleep(slow)
+        stream.write(data)
         stream.flush()
-        if hooks.get("failFsync"):
-            raise OSError(errno.EIO, "injected fsync failure")
         os.fsync(stream.fileno())
 
 
 def rename_no_replace(source: Path, target: Path) -> None:
     """Rename that fails if `target` exists in any form (file, folder, even empty, link)."""
-    if test_hooks().get("failRename"):
-        raise OSError(errno.EIO, "injected rename failure")
     libc = ctypes.CDLL(None, use_errno=True)
     renameat2 = getattr(libc, "renameat2", None)
     if renameat2 is None:  # pragma: no cover - glibc < 2.28
