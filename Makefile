@@ -26,7 +26,7 @@ format: install
 	$(BIN)/ruff check --fix src tests bench
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 test-slow: install
 	$(BIN)/pytest -q -m slow

@@ -17,6 +17,19 @@ from jsonschema import Draft202012Validator
 REPO = Path(__file__).resolve().parent.parent
 EVENT_SCHEMA = json.loads((REPO / "schemas" / "events.schema.json").read_text())
 EVENT_VALIDATOR = Draft202012Validator(EVENT_SCHEMA)
+MODEL_VALIDATOR = Draft202012Validator(
+    json.loads((REPO / "schemas" / "model.schema.json").read_text())
+)
+
+
+def check_model_manifest(document: dict[str, Any]) -> None:
+    """A published model.json must satisfy schemas/model.schema.json."""
+    errors = sorted(MODEL_VALIDATOR.iter_errors(document), key=lambda e: list(e.path))
+    assert not errors, (
+        f"model.json violates the schema at {list(errors[0].path)}: {errors[0].message}"
+    )
+
+
 TERMINAL = {"complete", "error"}
 FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: fault injection, never in product code
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import parse_events, signal_after_progress, write_job
+from conftest import check_model_manifest, parse_events, signal_after_progress, write_job
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
@@ -41,6 +41,7 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     assert len(result.of("progress")) == 2
     (checkpoint,) = checkpoints(synth_copy)
     meta = json.loads((checkpoint / "model.json").read_text())
+    check_model_manifest(meta)
     assert meta["id"] == checkpoint.name == complete["published"]["id"]
     assert set(meta["files"]) == {"weights.safetensors"}
     assert meta["jobId"] == complete["jobId"] and meta["specification"]["version"] >= 1

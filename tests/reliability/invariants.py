@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from conftest import parse_events
+from conftest import check_model_manifest, parse_events
 from rovertrain.store.catalogue import verify_checkpoint
 from rovertrain.store.resume import load_resume, resume_path
 
@@ -41,6 +42,7 @@ def check_files(root: Path, before: dict[str, str]) -> None:
                 continue
             _meta, problems = verify_checkpoint(path)
             assert not problems, (path.name, problems)
+            check_model_manifest(json.loads((path / "model.json").read_text()))
     after = snapshot(root)
     for name, digest in before.items():
         assert after.get(name) == digest, f"published file {name} changed or vanished"
