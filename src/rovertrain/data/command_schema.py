@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 SLOTS = 8
 """Most command types one policy can act on."""
@@ -18,7 +18,18 @@ VALUES = 4
 ROLES = ("stop", "movement", "other")
 DEFAULT_ROLES = {"stop": "stop", "drive": "movement"}
 
-Schema = list[dict[str, Any]]
+Role = Literal["stop", "movement", "other"]
+
+
+class Slot(TypedDict):
+    """One command type the policy acts on (a JSON object in model.json and the resume file)."""
+
+    type: str
+    values: list[str]
+    role: Role
+
+
+Schema = list[Slot]
 
 
 def initial_schema() -> Schema:
@@ -28,18 +39,20 @@ def initial_schema() -> Schema:
     ]
 
 
-def role_of(command_type: str, roles: Mapping[str, str] | None) -> str:
-    if roles and command_type in roles:
-        return roles[command_type]
-    return DEFAULT_ROLES.get(command_type, "other")
+def role_of(command_type: str, roles: Mapping[str, str] | None) -> Role:
+    role = roles.get(command_type) if roles else None
+    role = role or DEFAULT_ROLES.get(command_type, "other")
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    return cast(Role, role)
 
 
 def slot_index(schema: Schema) -> dict[str, int]:
     return {slot["type"]: index for index, slot in enumerate(schema)}
 
 
-def is_stop(slot: Mapping[str, Any]) -> bool:
-    return slot.get("role") == "stop"
+def is_stop(slot: Slot) -> bool:
+    return slot["role"] == "stop"
 
 
 def extended(
@@ -82,4 +95,4 @@ def validate_schema(schema: Any) -> Schema:
             or not all(isinstance(name, str) for name in slot["values"])
         ):
             raise ValueError(f"malformed schema slot {slot!r}")
-    return schema
+    return cast(Schema, schema)
