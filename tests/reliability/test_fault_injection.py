@@ -83,7 +83,7 @@ def test_an_unknown_fault_fails_loudly() -> None:
 
 def test_product_code_never_mentions_fault_injection() -> None:
     words = ("ROVERTRAIN_FAULTS", "TEST_HOOKS", "test_hooks", "sitecustomize", "tests/faults")
-    for path in sorted((REPO / "src").rglob("*")):
+    for path in sorted((REPO / "src" / "rovertrain").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             data = path.read_bytes()
             assert not [w for w in words if w.encode() in data], f"{path} refers to fault injection"

@@ -131,8 +131,9 @@ def test_interrupted_jobs_lose_no_steps(synth_copy: Path) -> None:
         job.process.send_signal(signal.SIGTERM)
         code, events, _ = job.finish()
         assert code == 0 and events[-1]["trained"]
-        done = events[-1]["steps"] - total
-        assert done >= 10
+        reported = max(e["steps"] for e in events if e["kind"] == "progress")
+        # Every step this job reported before the stop is kept, and the count only grows.
+        assert events[-1]["steps"] >= reported > total
         total = events[-1]["steps"]
     from rovertrain.store.resume import load_resume
 
