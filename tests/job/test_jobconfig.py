@@ -12,7 +12,7 @@ from rovertrain.errors import InvalidJob
 from rovertrain.job.config import CONFIG_FIELDS, load_job_text, parse_job
 from rovertrain.job.schema import job_schema
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GOOD = {"root": "/data", "sessions": ["a", "b-1"], "actionThreshold": 0.5, "config": {}}
 
 

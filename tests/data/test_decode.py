@@ -15,7 +15,7 @@ from media import add_session, encode_audio_only, encode_video
 from rovertrain.data.containers import sniff_container
 from rovertrain.data.decode import TickWriter
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "media-corpus"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "media-corpus"
 
 
 @pytest.fixture(scope="module")
