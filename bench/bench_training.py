@@ -15,6 +15,7 @@ from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import parse_job
+from rovertrain.job.steps import uses_bf16
 from rovertrain.learn.batches import augment, batch_tensors
 from rovertrain.learn.losses import loss_setup, losses
 from rovertrain.learn.policy import Policy
@@ -38,8 +39,8 @@ def make_pool(count: int) -> WindowSet:
     )
 
 
-def rovertrain_loop(pool: WindowSet, steps: int) -> float:
-    """The product's step: index the compact pool, augment, bf16 autocast, clip, AdamW."""
+def rovertrain_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
+    """The product's step: index the compact pool, augment, autocast as configured, AdamW."""
     model = Policy().to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     setup = loss_setup(pool, initial_schema())
@@ -51,7 +52,7 @@ def rovertrain_loop(pool: WindowSet, steps: int) -> float:
         batch = batch_tensors(pool, chosen)
         images = augment(batch.images, generator).contiguous(memory_format=torch.channels_last)
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits, values = model(images, batch.states)
         event_loss, value_loss = losses(logits, values, batch, setup)
         (event_loss + value_loss).backward()
@@ -60,8 +61,8 @@ def rovertrain_loop(pool: WindowSet, steps: int) -> float:
     return steps * BATCH / (time.perf_counter() - started)
 
 
-def bare_loop(pool: WindowSet, steps: int) -> float:
-    """The fastest bare configuration: pre-built tensors, bf16 autocast, channels_last."""
+def bare_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
+    """A bare configuration: pre-built tensors, channels_last, bf16 autocast or fp32."""
     model = Policy().to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     images = torch.from_numpy(pool.frames[:BATCH]).permute(0, 3, 1, 2).float() / 255
@@ -71,7 +72,7 @@ def bare_loop(pool: WindowSet, steps: int) -> float:
     started = time.perf_counter()
     for _ in range(steps):
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits, _values = model(images, states)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), fires)
         loss.backward()
@@ -83,14 +84,25 @@ def main() -> None:
     torch.set_num_threads(THREADS)
     pool = make_pool(WINDOWS)
     parse_job({"root": "/x", "sessions": []})
-    rovertrain_loop(pool, 5)  # warm-up
-    bare_loop(pool, 5)
-    ours = rovertrain_loop(pool, STEPS)
-    bare = bare_loop(pool, STEPS)
-    print(f"threads={THREADS} batch={BATCH} steps={STEPS}")
-    print(f"bare torch loop      : {bare:8.1f} examples/s")
-    print(f"rovertrain train step: {ours:8.1f} examples/s")
-    print(f"ratio (>= 0.90 required): {ours / bare:.2f}")
+    bf16 = uses_bf16("auto")
+    for warm in (True, False):
+        bare_loop(pool, 5, warm)  # warm-up
+    rovertrain_loop(pool, 5, bf16)
+    bare = {name: bare_loop(pool, STEPS, flag) for name, flag in (("bf16", True), ("fp32", False))}
+    fastest = max(bare, key=lambda name: bare[name])
+    ours = rovertrain_loop(pool, STEPS, bf16)
+    print(
+        f"threads={THREADS} batch={BATCH} steps={STEPS} cpu={torch.backends.cpu.get_cpu_capability()}"
+    )
+    for name, rate in bare.items():
+        print(f"bare torch loop {name} : {rate:8.1f} examples/s")
+    print(f"bf16 / fp32 (bare): {bare['bf16'] / bare['fp32']:.2f}")
+    print(
+        f"rovertrain train step ({'bf16' if bf16 else 'fp32'}, precision auto): {ours:8.1f} examples/s"
+    )
+    print(
+        f"ratio to the fastest bare loop ({fastest}) (>= 0.90 required): {ours / bare[fastest]:.2f}"
+    )
     print(f"pool bytes per window: {pool.nbytes() / len(pool):.0f}")
 
 

@@ -27,7 +27,8 @@ from conftest import (
 from rovertrain.protocol.evidence import GrowingCsv
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
-        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
+        "probeMaxSeconds": 0}  # fmt: skip
 
 
 def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:

@@ -14,7 +14,8 @@ import torch
 from conftest import check_model_manifest, parse_events, signal_after_progress, write_job
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
-        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
+        "probeMaxSeconds": 2}  # fmt: skip
 
 
 def checkpoints(root: Path) -> list[Path]:
@@ -39,6 +40,8 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     complete = result.last()
     assert complete["trained"] and complete["steps"] == 20
     assert len(result.of("progress")) == 2
+    probe = complete["diagnostics"]["trainingAudit"]["learningProbe"]
+    assert probe["steps"] > 0 and probe["seconds"] <= 2 + 1 and probe["atTrainingStep"] == 20
     (checkpoint,) = checkpoints(synth_copy)
     meta = json.loads((checkpoint / "model.json").read_text())
     check_model_manifest(meta)

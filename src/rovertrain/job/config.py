@@ -52,12 +52,19 @@ CONFIG_FIELDS: dict[str, Number] = {
     "maxVideoMinutes": Number(240, 0, 100_000, exclusive_minimum=True),
     "maxFramePixels": Number(3840 * 2160, 1, 1 << 30, integer=True),
     "augment": Number(True, doc="train-only brightness/contrast augmentation"),
-    "precision": Number("bf16", doc="training arithmetic: bf16 (autocast) or fp32"),
+    "precision": Number(
+        "auto",
+        doc="training arithmetic: bf16 (autocast), fp32, or auto (bf16 where the CPU computes "
+        "it natively, AVX-512 or AMX; fp32 elsewhere, where bf16 is emulated and slower)",
+    ),
+    "probeMaxSeconds": Number(
+        20, 0, 3600, doc="longest learning probe after training (0: no probe)"
+    ),
     "heartbeatSeconds": Number(15, 0, 3600, exclusive_minimum=True),
     "maxPausedSeconds": Number(3600, 0, MAX_SECONDS),
     "evalEverySteps": Number(0, 0, 100_000_000, integer=True, doc="periodic held-out eval"),
 }
-CHOICES = {"precision": ("bf16", "fp32")}
+CHOICES = {"precision": ("auto", "bf16", "fp32")}
 
 GATE_FIELDS: dict[str, Number] = {
     "minHeldOutSessions": Number(2, 0, 1_000_000, integer=True),
@@ -100,6 +107,7 @@ class Config:
     heartbeatSeconds: float
     maxPausedSeconds: float
     evalEverySteps: int
+    probeMaxSeconds: float
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -129,6 +129,7 @@ class ProbeInputs:
     windows: WindowSet
     setup: LossSetup
     learning_rate: float
+    max_seconds: float
 
 
 def probe_when_due(
@@ -137,9 +138,9 @@ def probe_when_due(
     """The learning probe every PROBE_EVERY_STEPS training steps, when time allows."""
     due = state.learning_probe is None or steps - state.last_probe_steps >= PROBE_EVERY_STEPS
     remaining = control.remaining()
-    if due and not control.should_stop() and remaining > 10:
+    if due and inputs.max_seconds > 0 and not control.should_stop() and remaining > 10:
         started = time.monotonic()
-        seconds = min(20.0, remaining / 2)
+        seconds = min(inputs.max_seconds, remaining / 2)
         i = inputs
         result = probe(i.model, i.windows, i.setup, control.should_stop, seconds, i.learning_rate)
         state.learning_probe = {**result.to_json(), "atTrainingStep": steps}

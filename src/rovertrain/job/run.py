@@ -129,13 +129,8 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     state.distinct_windows.update(dataset.observed_windows)
     evaluation = ev.gate_evaluation(model, dataset, job, scoring, control.should_stop)
     audit.after = evaluate(model, audit_windows, scoring)
-    ev.probe_when_due(
-        audit,
-        state,
-        ev.ProbeInputs(model, audit_windows, setup, config.learningRate),
-        control,
-        steps,
-    )
+    probe = ev.ProbeInputs(model, audit_windows, setup, config.learningRate, config.probeMaxSeconds)
+    ev.probe_when_due(audit, state, probe, control, steps)
     audit.extra = ev.audit_inputs(result, setup, scoring, pool)
     diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
 
