@@ -222,5 +222,21 @@ def report(job_dir: str, out: str | None) -> None:
     _run_with_events(body)
 
 
+@cli.command()
+@click.argument(
+    "name", type=click.Choice(["events", "job", "session", "command", "model"], case_sensitive=True)
+)
+def schema(name: str) -> None:
+    """Emit one of the shipped JSON Schemas as a `schema` event (`jq .schema` extracts it)."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.protocol.schemas import load_schema
+
+        stream.emit("schema", name=name, schema=load_schema(name))
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
 def main() -> None:
     cli(prog_name="rovertrain")

@@ -53,6 +53,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("id", "valid"),
     "published": ("id", "name", "path"),
     "report": ("path", "width", "height"),
+    "schema": ("name", "schema"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
