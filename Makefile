@@ -26,7 +26,7 @@ format: install
 	$(BIN)/ruff check --fix src tests bench
 
 test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist load
 
 test-slow: install
 	$(BIN)/pytest -q -m slow

@@ -28,7 +28,7 @@ from rovertrain.protocol.evidence import GrowingCsv
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
-        "probeMaxSeconds": 0}  # fmt: skip
+        "probeMaxSeconds": 0, "batchSize": 16}  # fmt: skip
 
 
 def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:

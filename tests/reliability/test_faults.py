@@ -21,7 +21,7 @@ from rovertrain.store.resume import load_resume, resume_path
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
-        "stopGraceSeconds": 5, "probeMaxSeconds": 0}  # fmt: skip
+        "stopGraceSeconds": 5, "probeMaxSeconds": 0, "batchSize": 16}  # fmt: skip
 
 
 class Job:
