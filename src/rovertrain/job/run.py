@@ -6,7 +6,6 @@ loop, evaluation), gate.py (the rules), store/ (checkpoints, resume), job/ (life
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from rovertrain.job.startup import (
     announce,
     job_control,
     limit_cpu,
+    new_job_id,
     open_job_log,
 )
 from rovertrain.job.steps import (
@@ -34,8 +34,7 @@ from rovertrain.store.layout import Layout
 
 
 def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) -> int:
-    job_id = job.jobId or f"job-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    job_id = job_id if job.jobId else f"{job_id}-{secrets.token_hex(3)}"
+    job_id = job.jobId or new_job_id()
     stream.bind_job(job_id)
     root = job.root.resolve()
 

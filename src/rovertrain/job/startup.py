@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +23,11 @@ class JobWatcher(Protocol):
 
     def __call__(self, event: dict[str, Any]) -> None: ...
     def show_decoding(self, decoding: dict[str, int]) -> None: ...
+
+
+def new_job_id() -> str:
+    """A job without a jobId is named by its UTC start time and a random suffix."""
+    return f"job-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
 
 
 def job_control(config: Config, stream: EventStream, watchers: Sequence[JobWatcher]) -> JobControl:
