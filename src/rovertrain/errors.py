@@ -28,6 +28,8 @@ class ErrorCode(StrEnum):
     MISSING_DEPENDENCY = "missing_dependency"
     SELF_TEST_FAILED = "self_test_failed"
     INTERNAL = "internal"
+    INVALID_CHECKPOINT = "invalid_checkpoint"
+    EXPORT_MISMATCH = "export_mismatch"
 
 
 class RovertrainError(Exception):

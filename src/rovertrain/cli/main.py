@@ -177,6 +177,33 @@ def models(root: str) -> None:
 
 
 @cli.command()
+@click.argument("checkpoint", metavar="CHECKPOINT_DIR", type=click.Path())
+@click.option("--out", "out", required=True, type=click.Path(), help="Folder to create.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    help="Firing threshold (default: the job's actionThreshold from model.json).",
+)
+def export(checkpoint: str, out: str, threshold: float | None) -> None:
+    """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.console import console_line
+        from rovertrain.deploy.export import export_checkpoint
+
+        exported = export_checkpoint(checkpoint, out, threshold)
+        stream.emit("exported", **exported)
+        console_line(
+            f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "
+            f"max |dp| {exported['parity']['maxAbsDiffProbability']:.2e} "
+            f"on {exported['parity']['windows']} windows)"
+        )
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@cli.command()
 @click.argument("job_dir", metavar="JOBDIR", type=click.Path())
 @click.option("--follow", "-f", is_flag=True, help="Keep following until the terminal event.")
 @click.option("--raw/--human", default=None, help="NDJSON (default when piped) or text.")

@@ -56,6 +56,7 @@ def model_metadata(
         "examplesProcessed": candidate.examples,
         "parameters": parameter_count(model),
         "specification": specification(dataset.schema),
+        "actionThreshold": job.actionThreshold,
         "trainedRovers": sorted(state.trained_rovers),
         "controlProfiles": state.control_profiles,
         "sourceSessions": dataset.accepted,

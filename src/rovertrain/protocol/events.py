@@ -41,6 +41,10 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("id", "valid"),
     "published": ("id", "name", "path"),
     "report": ("path", "width", "height"),
+    "exported": ("id", "path", "files", "parity"),
+    "current": ("current", "valid"),
+    "prediction": ("sessionId", "t", "types"),
+    "replayed": ("sessionId", "ticks", "types"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
