@@ -165,13 +165,14 @@ def inspect(root: str, session_ids: tuple[str, ...], threads: int) -> None:
 
 @cli.command()
 @click.argument("root", type=click.Path())
-def models(root: str) -> None:
+@click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")
+def models(root: str, current: bool) -> None:
     """List published checkpoints, verifying every file."""
 
     def body(stream: EventStream) -> int:
-        from rovertrain.store.catalogue import list_models
+        from rovertrain.store.catalogue import list_models, show_current
 
-        return list_models(root, stream)
+        return show_current(root, stream) if current else list_models(root, stream)
 
     _run_with_events(body)
 
