@@ -242,3 +242,30 @@ def test_the_runtime_runs_with_torch_av_and_click_blocked(exported: dict[str, An
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_replay_of_an_exported_model_writes_the_timeline_and_overlay(
+    exported: dict[str, Any], synth_data: Path, tmp_path: Path
+) -> None:
+    import av
+
+    session_id = sorted(path.name for path in (synth_data / "recordings").iterdir())[0]
+    out = tmp_path / "replay"
+    result = run_cli("replay", str(exported["out"]), str(synth_data), session_id, "--out", str(out))
+    assert result.code == 0, result.stderr
+    summary = result.last()
+    assert summary["kind"] == "replayed" and summary["model"]["engine"] == "onnxruntime"
+    assert summary["blind"] is False and set(summary["types"]) == {"stop", "drive"}
+    assert summary["stops"]["onsets"] >= 0
+    assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with av.open(str(out / "overlay.mp4")) as container:
+        frames = sum(1 for _ in container.decode(video=0))
+    assert frames == summary["ticks"] == len(result.of("prediction"))
+    blind = run_cli("replay", str(exported["out"]), str(synth_data), session_id, "--blind")
+    assert blind.code == 0, blind.stderr
+    camera = blind.last()["camera"]
+    assert camera["sightedF1"] == summary["overall"]["f1"]
+    assert camera["f1FromCamera"] == camera["sightedF1"] - camera["blindF1"]
+    # A blind replay sees only grey pictures.
+    first = blind.of("prediction")[0]["types"]["drive"]["probability"]
+    assert first != result.of("prediction")[0]["types"]["drive"]["probability"]

@@ -205,6 +205,40 @@ def export(checkpoint: str, out: str, threshold: float | None) -> None:
 
 
 @cli.command()
+@click.argument("checkpoint", metavar="CHECKPOINT", type=click.Path())
+@click.argument("root", type=click.Path())
+@click.argument("session_id", metavar="SESSION")
+@click.option("--out", "out", type=click.Path(), help="Folder for timeline.png and overlay.mp4.")
+@click.option("--blind", is_flag=True, help="Grey frames instead of the camera (and compare).")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal).",
+)
+def replay(
+    checkpoint: str,
+    root: str,
+    session_id: str,
+    out: str | None,
+    blind: bool,
+    threads: int,
+    progress: bool | None,
+) -> None:
+    """Run one recording through the rover runtime, tick by tick (CHECKPOINT: an exported
+    folder or a checkpoint folder)."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.console import stderr_is_terminal
+        from rovertrain.deploy.replay import replay_session
+
+        show = stderr_is_terminal() if progress is None else progress
+        return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
+
+    _run_with_events(body)
+
+
+@cli.command()
 @click.argument("job_dir", metavar="JOBDIR", type=click.Path())
 @click.option("--follow", "-f", is_flag=True, help="Keep following until the terminal event.")
 @click.option("--raw/--human", default=None, help="NDJSON (default when piped) or text.")
