@@ -17,15 +17,36 @@ from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 
 
 @functools.lru_cache(maxsize=32)
-def _axis_plan(source: int, target: int) -> tuple[bool, np.ndarray, np.ndarray]:
-    """(reduce, indices, counts): block starts and sizes, or nearest-neighbour indices."""
+def _axis_plan(source: int, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, counts, longer): block starts and sizes along one axis (nearest-neighbour
+    blocks of one pixel when the axis must grow), and the blocks one pixel longer than the
+    shortest (block sizes differ by at most one)."""
     if source >= target:
         edges = np.floor(np.arange(target + 1) * source / target + 1e-9).astype(np.int64)
         edges[-1] = source
-        counts = np.diff(edges)
-        return True, edges[:-1].copy(), counts
-    indices = np.minimum(((np.arange(target) + 0.5) * source / target).astype(np.int64), source - 1)
-    return False, indices, np.ones(target, dtype=np.int64)
+        starts, counts = edges[:-1].copy(), np.diff(edges)
+    else:
+        starts = np.minimum(
+            ((np.arange(target) + 0.5) * source / target).astype(np.int64), source - 1
+        )
+        counts = np.ones(target, dtype=np.int64)
+    return starts, counts, np.flatnonzero(counts > counts.min())
+
+
+def _block_sums(image: np.ndarray, axis: int, target: int, dtype: type) -> np.ndarray:
+    """Sum of each block of pixels along `axis` (0: rows, 1: columns), as `dtype`."""
+    starts, counts, longer = _axis_plan(image.shape[axis], target)
+    shortest = int(counts.min())
+    total: np.ndarray = np.take(image, starts, axis=axis).astype(dtype)
+    for offset in range(1, shortest):
+        total += np.take(image, starts + offset, axis=axis)
+    if longer.size:
+        extra = np.take(image, starts[longer] + shortest, axis=axis)
+        if axis == 0:
+            total[longer] += extra
+        else:
+            total[:, longer] += extra
+    return total
 
 
 def check_frame(frame: np.ndarray) -> None:
@@ -45,16 +66,14 @@ def prepare_frame(frame: np.ndarray, rotation: int = 0) -> np.ndarray:
     if rotation % 90:
         raise ValueError(f"rotation must be a multiple of 90 degrees, got {rotation}")
     image = np.rot90(frame, k=(rotation // 90) % 4) if rotation % 360 else frame
-    rows_reduce, rows, row_counts = _axis_plan(image.shape[0], OBS_HEIGHT)
-    cols_reduce, cols, col_counts = _axis_plan(image.shape[1], OBS_WIDTH)
-    if rows_reduce:
-        summed = np.add.reduceat(image, rows, axis=0, dtype=np.uint32)
-    else:
-        summed = image[rows].astype(np.uint32)
-    if cols_reduce:
-        summed = np.add.reduceat(summed, cols, axis=1, dtype=np.uint32)
-    else:
-        summed = summed[:, cols]
+    height, width = image.shape[:2]
+    row_counts = _axis_plan(height, OBS_HEIGHT)[1]
+    col_counts = _axis_plan(width, OBS_WIDTH)[1]
+    # Rows first on the (H, W*3) view; uint16 holds a block of rows unless it is very tall.
+    rows_dtype = np.uint16 if int(row_counts.max()) * 255 <= 0xFFFF else np.uint32
+    flat = np.ascontiguousarray(image).reshape(height, width * OBS_CHANNELS)
+    rows = _block_sums(flat, 0, OBS_HEIGHT, rows_dtype).reshape(OBS_HEIGHT, width, OBS_CHANNELS)
+    summed = _block_sums(rows, 1, OBS_WIDTH, np.uint32)
     area = (row_counts[:, None] * col_counts[None, :]).astype(np.uint32)[:, :, None]
     result: np.ndarray = ((summed + area // 2) // area).astype(np.uint8)
-    return np.ascontiguousarray(result)
+    return result
