@@ -67,6 +67,8 @@ def prepare_frame(frame: np.ndarray, rotation: int = 0) -> np.ndarray:
         raise ValueError(f"rotation must be a multiple of 90 degrees, got {rotation}")
     image = np.rot90(frame, k=(rotation // 90) % 4) if rotation % 360 else frame
     height, width = image.shape[:2]
+    if (height, width) == (OBS_HEIGHT, OBS_WIDTH):
+        return np.array(image, dtype=np.uint8, order="C")  # already the model's size
     row_counts = _axis_plan(height, OBS_HEIGHT)[1]
     col_counts = _axis_plan(width, OBS_WIDTH)[1]
     # Rows first on the (H, W*3) view; uint16 holds a block of rows unless it is very tall.

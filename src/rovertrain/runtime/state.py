@@ -26,6 +26,8 @@ from rovertrain.data.observation import (
     STATE_SHORT_MS,
 )
 
+_BIN_INDEX = np.arange(STATE_BINS, dtype=np.float64)
+
 
 def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     """elapsed: float64 [N, SLOTS] ms since the slot's last command (inf: never sent);
@@ -39,8 +41,7 @@ def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     states[:, :, 6] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
     with np.errstate(invalid="ignore"):
         bins = np.floor(elapsed / 100.0)
-    for b in range(STATE_BINS):
-        states[:, :, 7 + b] = (bins == b).astype(np.float32)
+    states[:, :, 7:] = bins[:, :, None] == _BIN_INDEX
     return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
 
 
