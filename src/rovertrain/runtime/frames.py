@@ -10,6 +10,7 @@ OBS_HEIGHT×OBS_WIDTH×3, C-contiguous. Pure numpy.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -31,6 +32,27 @@ def _axis_plan(source: int, target: int) -> tuple[np.ndarray, np.ndarray, np.nda
         )
         counts = np.ones(target, dtype=np.int64)
     return starts, counts, np.flatnonzero(counts > counts.min())
+
+
+def _row_block_sums(image: np.ndarray, target: int, dtype: type) -> np.ndarray:
+    """Sum of each block of rows of a 2-D array, as `dtype`.
+
+    Block edges repeat every source/gcd rows (480 -> 72: 3 blocks per 20 rows), so the rows are
+    viewed as (periods, period, width) and each block position is one reduction over all the
+    periods at once; sizes without a short period fall back to gathering (`_block_sums`)."""
+    source = image.shape[0]
+    common = math.gcd(source, target)
+    per_period = target // common
+    if source < target or per_period > 8:
+        return _block_sums(image, 0, target, dtype)
+    starts, counts, _ = _axis_plan(source, target)
+    periods = image.reshape(common, source // common, image.shape[1])
+    total: np.ndarray = np.empty((common, per_period, image.shape[1]), dtype=dtype)
+    for block in range(per_period):
+        start = int(starts[block])
+        rows = periods[:, start : start + int(counts[block])]
+        np.sum(rows, axis=1, dtype=dtype, out=total[:, block])
+    return total.reshape(target, image.shape[1])
 
 
 def _block_sums(image: np.ndarray, axis: int, target: int, dtype: type) -> np.ndarray:
@@ -74,7 +96,7 @@ def prepare_frame(frame: np.ndarray, rotation: int = 0) -> np.ndarray:
     # Rows first on the (H, W*3) view; uint16 holds a block of rows unless it is very tall.
     rows_dtype = np.uint16 if int(row_counts.max()) * 255 <= 0xFFFF else np.uint32
     flat = np.ascontiguousarray(image).reshape(height, width * OBS_CHANNELS)
-    rows = _block_sums(flat, 0, OBS_HEIGHT, rows_dtype).reshape(OBS_HEIGHT, width, OBS_CHANNELS)
+    rows = _row_block_sums(flat, OBS_HEIGHT, rows_dtype).reshape(OBS_HEIGHT, width, OBS_CHANNELS)
     summed = _block_sums(rows, 1, OBS_WIDTH, np.uint32)
     area = (row_counts[:, None] * col_counts[None, :]).astype(np.uint32)[:, :, None]
     result: np.ndarray = ((summed + area // 2) // area).astype(np.uint8)
