@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import run_cli
+from conftest import cli_env, parse_events, run_cli
 from rovertrain.data.command_schema import initial_schema
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
@@ -269,3 +269,24 @@ def test_replay_of_an_exported_model_writes_the_timeline_and_overlay(
     # A blind replay sees only grey pictures.
     first = blind.of("prediction")[0]["types"]["drive"]["probability"]
     assert first != result.of("prediction")[0]["types"]["drive"]["probability"]
+
+
+def test_export_without_the_deploy_extra_says_what_to_install(tmp_path: Path) -> None:
+    checkpoint, _ = make_checkpoint(tmp_path / "root", seed=7)
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'onnxscript':\n"
+        "            raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from rovertrain.cli import main\n"
+        f"sys.argv = ['rovertrain', 'export', {str(checkpoint)!r}, '--out', {str(tmp_path / 'out')!r}]\n"
+        "main()\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=cli_env(), timeout=120
+    )
+    (event,) = parse_events(completed.stdout)
+    assert completed.returncode == 1 and event["code"] == "missing_dependency"
+    assert "rovertrain[deploy]" in event["message"] and not (tmp_path / "out").exists()

@@ -154,9 +154,25 @@ def parity(model: Any, onnx_bytes: bytes, frames: np.ndarray, states: np.ndarray
     }
 
 
+def require_deploy_packages() -> None:
+    """The `rovertrain[deploy]` packages, or a `missing_dependency` error that says so."""
+    missing = []
+    for name in ("onnx", "onnxscript", "onnxruntime"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise RovertrainError(
+            "missing_dependency",
+            f"export needs {', '.join(missing)}: pip install 'rovertrain[deploy]'.",
+        )
+
+
 def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dict[str, Any]:
     """Export and publish; returns the `exported` event's fields."""
     started = time.monotonic()
+    require_deploy_packages()
     import torch
     from safetensors.torch import load as load_safetensors
 
@@ -180,7 +196,6 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
     model = Policy()
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.eval()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     onnx_bytes = export_onnx(model)
     drive_frames, drive_states = synthetic_windows(spec["schema"], PARITY_WINDOWS - 64)
     noise_frames, noise_states = noise_windows(64, drive_states.shape[1])
