@@ -19,7 +19,7 @@ from rovertrain.data.command_schema import initial_schema
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data.recording import load_recording, read_command_log
+from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import label_windows
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
@@ -210,24 +210,48 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "media-corpus"
 @pytest.mark.parametrize(
     "name", ["h264_rotated_buck_bunny.mp4", "h264_cursed_vfr_3026x1386.mp4", "av1_video.mkv"]
 )
-def test_real_videos_stream_to_the_training_frames(name: str, tmp_path: Path) -> None:
+def test_real_videos_stream_to_the_training_frames(
+    name: str, exported: dict[str, Any], tmp_path: Path
+) -> None:
     path = CORPUS / name
     if not path.is_file():
         pytest.skip(f"{name} not in the corpus")
-    from rovertrain.runtime.frames import prepare_frame
-
     sink = tmp_path / "frames"
     with open(sink, "wb") as stream:
         result = decode_to_file(path, 0.0, LIMITS, stream, {})
     frames = np.fromfile(sink, dtype=np.uint8).reshape(-1, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
     limit = min(len(frames), 100)
-    streamed = []
+    ticks = np.asarray(result["ticks"][:limit], dtype=np.int64)
+    # A command stream on the video's clock, so the states are not all "never sent".
+    commands = [{"t": float(t) - 37.0, "type": "drive", "values": {"speed": 0.5, "turn": -0.25}}
+                for t in ticks[::3]]  # fmt: skip
+    states = label_windows(
+        ticks, [Command(c["t"], c["type"], c["values"]) for c in commands], initial_schema()
+    ).states
+    policy = RoverPolicy.load(exported["out"])
+    images, streamed_states, probabilities, position = [], [], [], 0
     for item in tick_frames(path, 0.0, LIMITS):
-        if len(streamed) == limit:
+        if len(images) == limit:
             break
-        streamed.append((item.tick, prepare_frame(item.rgb, item.rotation)))
-    assert [tick for tick, _ in streamed] == result["ticks"][:limit]
-    np.testing.assert_array_equal(np.stack([image for _, image in streamed]), frames[:limit])
+        while position < len(commands) and commands[position]["t"] < item.tick:
+            command = commands[position]
+            policy.observe_command(command["t"], command["type"], command["values"])
+            position += 1
+        policy.rotation = item.rotation
+        decision = policy.tick(item.rgb, item.tick)
+        assert item.tick == ticks[len(images)]
+        images.append(decision.image[0].transpose(1, 2, 0))
+        streamed_states.append(decision.state[0])
+        probabilities.append([decision.probability[t] for t in policy.types])
+    np.testing.assert_array_equal(np.stack(images), frames[:limit])
+    np.testing.assert_array_equal(np.stack(streamed_states), states)
+    with torch.inference_mode():
+        logits, _ = exported["model"](
+            torch.from_numpy(np.ascontiguousarray(frames[:limit])).permute(0, 3, 1, 2),
+            torch.from_numpy(states),
+        )
+    expected = torch.sigmoid(logits).numpy()[:, :2]
+    assert np.abs(np.asarray(probabilities) - expected).max() <= 1e-4
 
 
 def test_the_runtime_runs_with_torch_av_and_click_blocked(exported: dict[str, Any]) -> None:
