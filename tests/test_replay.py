@@ -18,6 +18,7 @@ def test_held_out_replays_agree_with_the_jobs_batch_evaluation(cli, synth_copy: 
     held_out = [e["sessionId"] for e in result.of("dataset") if e["partition"] == "heldOut"]
     assert held_out
     checkpoint = synth_copy / "training" / "checkpoints" / complete["published"]["id"]
+    torch_replays = {}
     windows = 0
     counts = {
         slot["type"]: {"events": 0, "predicted": 0, "tp": 0} for slot in evaluation["perSlot"]
@@ -30,6 +31,7 @@ def test_held_out_replays_agree_with_the_jobs_batch_evaluation(cli, synth_copy: 
         predictions = replay.of("prediction")
         assert len(predictions) == summary["ticks"] > 0
         assert [e["t"] for e in predictions] == sorted(e["t"] for e in predictions)
+        torch_replays[session_id] = summary
         windows += summary["overall"]["usableWindows"]
         for name, row in summary["types"].items():
             counts[name]["events"] += row["truePositive"] + row["falseNegative"]
@@ -44,6 +46,25 @@ def test_held_out_replays_agree_with_the_jobs_batch_evaluation(cli, synth_copy: 
         assert abs(mine["predicted"] - slot["predicted"]) <= 1, (slot, mine)
         recall = mine["tp"] / mine["events"] if mine["events"] else 0.0
         assert abs(recall - slot["recall"]) <= 1.0 / max(1, mine["events"]), (slot, mine)
+
+    # The export checks onnxruntime on the job's own held-out windows (from the cache), and the
+    # exported model replays the same session to the same result.
+    out = synth_copy.parent / "exported"
+    exported = cli("export", str(checkpoint), "--out", str(out))
+    assert exported.code == 0, exported.stderr
+    parity = exported.last()["parity"]
+    assert parity["sources"]["heldOut"] == windows and parity["windows"] >= 256
+    assert parity["maxAbsDiffProbability"] <= 1e-4
+    session_id = held_out[0]
+    onnx = cli("replay", str(out), str(synth_copy), session_id).last()
+    assert onnx["model"]["engine"] == "onnxruntime"
+    for name, row in onnx["types"].items():
+        expected = torch_replays[session_id]["types"][name]
+        assert row["truePositive"] + row["falseNegative"] == (
+            expected["truePositive"] + expected["falseNegative"]
+        )
+        assert abs(row["truePositive"] - expected["truePositive"]) <= 1
+        assert abs(row["falsePositive"] - expected["falsePositive"]) <= 1
 
 
 def test_replay_refuses_a_missing_session_and_a_tampered_checkpoint(cli, tmp_path: Path) -> None:

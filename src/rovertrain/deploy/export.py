@@ -39,6 +39,7 @@ from rovertrain.store.publish import WEIGHTS_FILE
 OPSET = 18
 PARITY_WINDOWS = 320
 PARITY_TOLERANCE = 1e-4
+HELD_OUT_WINDOWS = 1024
 DEFAULT_THRESHOLD = 0.5
 
 
@@ -176,7 +177,7 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
     import torch
     from safetensors.torch import load as load_safetensors
 
-    from rovertrain.deploy.windows import noise_windows, synthetic_windows
+    from rovertrain.deploy.windows import held_out_windows, noise_windows, synthetic_windows
     from rovertrain.learn.policy import VERSION, Policy
 
     directory = Path(checkpoint).resolve()
@@ -197,14 +198,22 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.eval()
     onnx_bytes = export_onnx(model)
-    drive_frames, drive_states = synthetic_windows(spec["schema"], PARITY_WINDOWS - 64)
-    noise_frames, noise_states = noise_windows(64, drive_states.shape[1])
+    real_frames, real_states = held_out_windows(directory, meta, HELD_OUT_WINDOWS)
+    drive_frames, drive_states = synthetic_windows(
+        spec["schema"], max(0, PARITY_WINDOWS - 64 - len(real_frames))
+    )
+    noise_frames, noise_states = noise_windows(64, real_states.shape[1])
     check = parity(
         model,
         onnx_bytes,
-        np.concatenate([drive_frames, noise_frames]),
-        np.concatenate([drive_states, noise_states]),
+        np.concatenate([real_frames, drive_frames, noise_frames]),
+        np.concatenate([real_states, drive_states, noise_states]),
     )
+    check["sources"] = {
+        "heldOut": len(real_frames),
+        "simulated": len(drive_frames),
+        "random": len(noise_frames),
+    }
     if not check["maxAbsDiffProbability"] <= PARITY_TOLERANCE:
         raise RovertrainError(
             "export_mismatch",
