@@ -135,3 +135,17 @@ def test_runtime_imports_without_torch_av_or_click() -> None:
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_a_policy_built_for_another_input_layout_is_refused() -> None:
+    from rovertrain.runtime.policy import PolicyFileError, RoverPolicy
+
+    spec = {
+        "schema": initial_schema(),
+        "threshold": 0.5,
+        "input": {"tickMs": 100, "state": {"size": 100}, "image": {"width": 96, "height": 72}},
+    }
+    with pytest.raises(PolicyFileError, match="state size"):
+        RoverPolicy(None, spec)
+    spec["input"]["state"]["size"] = 136
+    assert RoverPolicy(None, spec).types == ["stop", "drive"]

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from rovertrain.data.command_schema import SLOTS
+from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 
@@ -83,6 +85,14 @@ class RoverPolicy:
         self.threshold = float(spec["threshold"])
         self.tick_ms = int(spec["input"]["tickMs"])
         self.state_size = int(spec["input"]["state"]["size"])
+        image = spec["input"]["image"]
+        expected = (SLOTS * STATE_FEATURES_PER_SLOT, OBS_WIDTH, OBS_HEIGHT)
+        found = (self.state_size, int(image["width"]), int(image["height"]))
+        if found != expected:
+            raise PolicyFileError(
+                f"the model expects state size, width, height {found}; this runtime builds "
+                f"{expected}: export it with a matching rovertrain"
+            )
         self.tracker = StateTracker(self.schema)
         self.rotation = 0
 
