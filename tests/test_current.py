@@ -58,3 +58,31 @@ def test_a_missing_or_altered_target_is_reported_never_followed(cli, tmp_path: P
         json.dumps({**pointer, "id": "gone", "path": "checkpoints/gone"})
     )
     assert "missing" in read_current(tmp_path)[2][0]
+
+
+def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.job.publication import publish
+
+    def candidate(promote: bool) -> SimpleNamespace:
+        to_json = lambda: {}  # noqa: E731
+        return SimpleNamespace(
+            job_id="job-1", steps=10, examples=640, training_loss=0.5,
+            job=SimpleNamespace(seed=0, actionThreshold=0.4,
+                                config=SimpleNamespace(to_json=to_json),
+                                gate=SimpleNamespace(to_json=to_json)),
+            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"]),
+            evaluation=SimpleNamespace(status="passed imitation gate", to_json=to_json),
+            decision=SimpleNamespace(promote=promote, distinct_minutes=3.0, to_json=to_json),
+        )  # fmt: skip
+
+    state = SimpleNamespace(trained_rovers={"r"}, control_profiles=[])
+    promoted = publish(tmp_path, candidate(True), state, Policy())  # type: ignore[arg-type]
+    assert read_current(tmp_path)[0]["id"] == promoted.id  # type: ignore[index]
+    assert promoted.document["actionThreshold"] == 0.4
+    kept = publish(tmp_path, candidate(False), state, Policy())  # type: ignore[arg-type]
+    document, directory, problems = read_current(tmp_path)
+    assert document is not None and document["id"] == promoted.id != kept.id
+    assert directory == promoted.path and problems == []
