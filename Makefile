@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy]'
 	touch $(STAMP)
 
 lint: install
@@ -42,12 +42,20 @@ demo: install
 	job_dir=$$($(BIN)/python -m rovertrain.cli.summary --job-dir $(DEMO_ROOT)/events.ndjson) && \
 	  $(BIN)/rovertrain report "$$job_dir" --out $(DEMO_ROOT)/report.png > /dev/null && \
 	  echo "dashboard written to $(DEMO_ROOT)/report.png"
+	checkpoint=$$($(BIN)/python -m rovertrain.cli.summary --checkpoint $(DEMO_ROOT)/events.ndjson) && \
+	  session=$$($(BIN)/python -m rovertrain.cli.summary --held-out $(DEMO_ROOT)/events.ndjson) && \
+	  $(BIN)/rovertrain export "$$checkpoint" --out $(DEMO_ROOT)/policy > $(DEMO_ROOT)/export.ndjson && \
+	  $(BIN)/rovertrain replay $(DEMO_ROOT)/policy $(DEMO_ROOT) "$$session" --out $(DEMO_ROOT)/replay \
+	    > $(DEMO_ROOT)/replay.ndjson && \
+	  $(BIN)/python -m rovertrain.cli.summary --replay $(DEMO_ROOT)/replay.ndjson && \
+	  echo "model exported to $(DEMO_ROOT)/policy; replay of held-out $$session in $(DEMO_ROOT)/replay/ (timeline.png, overlay.mp4)"
 
 bench: install
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_decode.py
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_memory.py
+	$(BIN)/python bench/bench_runtime.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_ROOT) .pytest_cache .mypy_cache .ruff_cache

@@ -29,6 +29,8 @@ class ErrorCode(StrEnum):
     SELF_TEST_FAILED = "self_test_failed"
     UNSUPPORTED_PLATFORM = "unsupported_platform"
     INTERNAL = "internal"
+    INVALID_CHECKPOINT = "invalid_checkpoint"
+    EXPORT_MISMATCH = "export_mismatch"
 
 
 class RovertrainError(Exception):

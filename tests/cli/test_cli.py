@@ -8,7 +8,17 @@ import pytest
 
 from conftest import REPO, cli_env, parse_events
 
-COMMANDS = ["run", "check-deps", "validate-job", "synth", "inspect", "models", "events", "report"]
+COMMANDS = [
+    "run",
+    "check-deps",
+    "validate-job",
+    "synth",
+    "inspect",
+    "models",
+    "events",
+    "report",
+    "export",
+]
 
 
 @pytest.mark.parametrize("args", [[], *([name] for name in COMMANDS)])

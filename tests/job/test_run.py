@@ -137,6 +137,7 @@ def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path
     assert "Stopped by SIGTERM" in complete["publication"]["reason"]
     assert complete["promote"] is False
     assert (synth_copy / "training" / "resume-v1.pt").exists()
+    assert not (synth_copy / "training" / "current.json").exists()  # not promoted
 
 
 def test_max_job_seconds_is_kept_including_publication(cli, synth_copy: Path) -> None:

@@ -27,6 +27,9 @@ def test_default_synth_job_passes_the_imitation_gate(cli, tmp_path: Path) -> Non
     evaluation = complete["evaluation"]
     assert evaluation["status"] == "passed imitation gate", evaluation.get("gateReasons")
     assert complete["promote"] is True
+    current = cli("models", str(tmp_path / "root"), "--current")
+    assert current.last()["valid"] is True
+    assert current.last()["current"]["id"] == complete["published"]["id"]
     # The synthetic world is realistic: 10-40% of windows carry a command, 1-5% a stop.
     totals = {"none": 0, "command": 0, "stop": 0}
     for event in result.of("dataset"):

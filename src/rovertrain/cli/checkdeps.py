@@ -62,6 +62,7 @@ def check_dependencies() -> dict[str, Any]:
                 f"{type(error).__name__}: {error}",
             ) from None
         versions[name] = _version(name, module)
+    versions["deploy"] = _optional_versions(("onnx", "onnxscript", "onnxruntime"))
     import av
 
     versions["ffmpeg"] = {name: ".".join(map(str, v)) for name, v in av.library_versions.items()}
@@ -89,3 +90,16 @@ def _version(name: str, module: Any) -> str:
         return version(name)
     except PackageNotFoundError:
         return str(getattr(module, "__version__", "unknown"))
+
+
+def _optional_versions(names: tuple[str, ...]) -> dict[str, str | None]:
+    """The `rovertrain[deploy]` packages (export, runtime): a version, or None if missing."""
+    found: dict[str, str | None] = {}
+    for name in names:
+        try:
+            module = __import__(name)
+        except Exception:
+            found[name] = None
+            continue
+        found[name] = _version(name, module)
+    return found

@@ -180,13 +180,75 @@ def inspect(root: str, session_ids: tuple[str, ...], threads: int) -> None:
 
 @cli.command()
 @click.argument("root", type=click.Path())
-def models(root: str) -> None:
+@click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")
+def models(root: str, current: bool) -> None:
     """List published checkpoints, verifying every file."""
 
     def body(stream: EventStream) -> int:
-        from rovertrain.cli.models import list_models
+        from rovertrain.cli.models import list_models, show_current
 
-        return list_models(root, stream)
+        return show_current(root, stream) if current else list_models(root, stream)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("checkpoint", metavar="CHECKPOINT_DIR", type=click.Path())
+@click.option("--out", "out", required=True, type=click.Path(), help="Folder to create.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    help="Firing threshold (default: the job's actionThreshold from model.json).",
+)
+def export(checkpoint: str, out: str, threshold: float | None) -> None:
+    """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.console import console_line
+        from rovertrain.deploy.export import export_checkpoint
+
+        exported = export_checkpoint(checkpoint, out, threshold)
+        stream.emit("exported", **exported)
+        console_line(
+            f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "
+            f"max |dp| {exported['parity']['maxAbsDiffProbability']:.2e} "
+            f"on {exported['parity']['windows']} windows)"
+        )
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("checkpoint", metavar="CHECKPOINT", type=click.Path())
+@click.argument("root", type=click.Path())
+@click.argument("session_id", metavar="SESSION")
+@click.option("--out", "out", type=click.Path(), help="Folder for timeline.png and overlay.mp4.")
+@click.option("--blind", is_flag=True, help="Grey frames instead of the camera (and compare).")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal).",
+)
+def replay(
+    checkpoint: str,
+    root: str,
+    session_id: str,
+    out: str | None,
+    blind: bool,
+    threads: int,
+    progress: bool | None,
+) -> None:
+    """Run one recording through the rover runtime, tick by tick (CHECKPOINT: an exported
+    folder or a checkpoint folder)."""
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.cli.console import stderr_is_terminal
+        from rovertrain.deploy.replay import replay_session
+
+        show = stderr_is_terminal() if progress is None else progress
+        return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
 
     _run_with_events(body)
 

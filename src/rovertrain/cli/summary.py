@@ -49,7 +49,48 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def replay_lines(event: dict[str, Any]) -> list[str]:
+    """The `replayed` summary in words."""
+    overall = event["overall"]
+    lines = [
+        f"replay of {event['sessionId']} ({event['model'].get('name')}, {event['model']['engine']}): "
+        f"{event['ticks']} ticks, {overall['usableWindows']} usable, "
+        f"{event['realtimeFactor']:.0f}x realtime",
+        f"  overall: precision {overall['precision']:.2f}, recall {overall['recall']:.2f}, "
+        f"F1 {overall['f1']:.2f}",
+    ]
+    for name, row in event["types"].items():
+        value = row["meanAbsValueError"]
+        lines.append(
+            f"  {name:<10} TP {row['truePositive']:>5} FP {row['falsePositive']:>5} "
+            f"FN {row['falseNegative']:>5} TN {row['trueNegative']:>6}  precision "
+            f"{row['precision']:.2f} recall {row['recall']:.2f}"
+            + (f"  mean |value error| {value:.3f}" if value is not None else "")
+        )
+    stops = event["stops"]
+    if stops.get("matched"):
+        lines.append(
+            f"  stops: {stops['matched']} of {stops['onsets']} human stops matched within "
+            f"±{stops['matchWindowMs']} ms, median offset {stops['medianOffsetMs']:+.0f} ms "
+            "(negative: the model stopped first)"
+        )
+    else:
+        lines.append(f"  stops: {stops['onsets']} human stops, none matched")
+    return lines
+
+
 def main(argv: list[str]) -> int:
+    if argv[1] in ("--checkpoint", "--held-out", "--replay"):
+        events = list(read_events(Path(argv[2])))
+        if argv[1] == "--checkpoint":
+            started = next(e for e in events if e["kind"] == "started")
+            published = events[-1]["published"]["id"]
+            print(Layout(Path(started["root"])).checkpoint(published))
+        elif argv[1] == "--held-out":
+            print(next(e["sessionId"] for e in events if e.get("partition") == "heldOut"))
+        else:
+            sys.stderr.write("\n" + "\n".join(replay_lines(events[-1])) + "\n")
+        return 0
     if argv[1] == "--job-dir":
         events = list(read_events(Path(argv[2])))
         started = next(e for e in events if e["kind"] == "started")

@@ -22,6 +22,7 @@ from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
 from rovertrain.errors import SkipSession
+from rovertrain.runtime.frames import prepare_frame
 
 DECODER_VERSION = 1
 
@@ -61,14 +62,11 @@ class TickWriter:
 
     def _convert(self) -> bytes:
         if self.pending_bytes is None:
-            swap = self.rotation % 180 == 90
-            width, height = (OBS_HEIGHT, OBS_WIDTH) if swap else (OBS_WIDTH, OBS_HEIGHT)
+            # Full-size rgb24 here; rotation and resize are `prepare_frame`, as on the rover.
             rgb: Any = self.reformatter.reformat(
-                self.pending, width=width, height=height, format="rgb24", threads=1
+                self.pending, format="rgb24", threads=1
             ).to_ndarray()
-            if self.rotation:
-                rgb = np.ascontiguousarray(np.rot90(rgb, k=(self.rotation // 90) % 4))
-            self.pending_bytes = rgb.tobytes()
+            self.pending_bytes = prepare_frame(rgb, self.rotation).tobytes()
         return self.pending_bytes
 
     def _flush_until(self, limit: float, inclusive: bool) -> None:

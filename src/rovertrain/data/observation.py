@@ -19,4 +19,5 @@ STATE_BINS = 10
 STATE_FEATURES_PER_SLOT = 4 + 3 + STATE_BINS
 """lastValue×VALUES, neverSent, short and long elapsed ramps, 100 ms elapsed bins."""
 
-INPUT_VERSION = 1
+INPUT_VERSION = 2
+"""2: frames resized by `runtime.frames.prepare_frame` (area average), shared with the rover."""

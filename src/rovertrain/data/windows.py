@@ -2,7 +2,7 @@
 
 A tick at time T (ms on the command clock) defines the window [T, T + 100):
 - state: per slot, the last values sent and the time since that slot's last command, from
-  commands strictly before T;
+  commands strictly before T (`runtime.state`: the same definition the rover runs);
 - targets: the slot fires if a command of its type has t in [T, T + 100); values are those of
   the last such command, with an availability mask;
 - category: stop if a stop-role slot fires, else command if any slot fires, else none.
@@ -17,14 +17,9 @@ from typing import Any
 import numpy as np
 
 from rovertrain.data.command_schema import SLOTS, VALUES, Schema, is_stop
-from rovertrain.data.observation import (
-    STATE_BINS,
-    STATE_FEATURES_PER_SLOT,
-    STATE_LONG_MS,
-    STATE_SHORT_MS,
-    TICK_MS,
-)
+from rovertrain.data.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.recording import Command
+from rovertrain.runtime.state import encode_states, last_before, value_row
 
 CATEGORY_NONE, CATEGORY_COMMAND, CATEGORY_STOP = 0, 1, 2
 CATEGORY_NAMES = ("none", "command", "stop")
@@ -86,31 +81,24 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         unsupported_events = int(in_span.sum())
         landing = ((times[in_span] - ticks_f[0]) // TICK_MS).astype(np.int64)
         unsupported[np.clip(landing, 0, count - 1)] = True
-    states[:, :, 4] = 1.0  # neverSent until a command is seen
-    states[:, :, 5] = 1.0
-    states[:, :, 6] = 1.0
+    elapsed = np.full((count, SLOTS), np.inf)  # never sent until a command is seen
+    last_values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
     for slot, slot_commands in by_slot.items():
         names = schema[slot]["values"]
         times = np.asarray([command.t for command in slot_commands], dtype=np.float64)
         table = np.zeros((len(slot_commands), VALUES), dtype=np.float32)
         present = np.zeros((len(slot_commands), VALUES), dtype=np.uint8)
         for row, command in enumerate(slot_commands):
+            table[row] = value_row(names, command.values)
             for column, name in enumerate(names):
                 if name in command.values:
-                    table[row, column] = command.values[name]
                     present[row, column] = 1
-        # State: last command strictly before the tick.
-        previous = np.searchsorted(times, ticks_f, side="left") - 1
+        # State: last command strictly before the tick (encoded below, as on the rover).
+        previous = last_before(times, ticks_f)
         seen = previous >= 0
         safe = np.where(seen, previous, 0)
-        elapsed = np.where(seen, ticks_f - times[safe], np.inf)
-        states[:, slot, :VALUES] = np.where(seen[:, None], table[safe], 0.0)
-        states[:, slot, 4] = (~seen).astype(np.float32)
-        states[:, slot, 5] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
-        states[:, slot, 6] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
-        bins = np.floor(elapsed / 100.0)
-        for b in range(STATE_BINS):
-            states[:, slot, 7 + b] = (bins == b).astype(np.float32)
+        elapsed[:, slot] = np.where(seen, ticks_f - times[safe], np.inf)
+        last_values[:, slot] = np.where(seen[:, None], table[safe], 0.0)
         # Targets: the last command with t in [tick, tick + 100).
         first = np.searchsorted(times, ticks_f, side="left")
         last = np.searchsorted(times, ticks_f + TICK_MS, side="left") - 1
@@ -121,6 +109,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         available[:, slot] = np.where(fired[:, None], present[chosen], 0)
         in_span = (times >= ticks_f[0]) & (times < span_end)
         event_counts[slot] = int(in_span.sum())
+    states = encode_states(elapsed, last_values).reshape(count, SLOTS, STATE_FEATURES_PER_SLOT)
     stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
     category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
     if stop_slots:

@@ -16,6 +16,7 @@ from rovertrain.job.config import Job
 from rovertrain.job.evaluation import GateEvaluation
 from rovertrain.job.state import TrainingState
 from rovertrain.learn.policy import Policy, parameter_count, specification
+from rovertrain.store.current import write_current
 from rovertrain.store.layout import Layout
 from rovertrain.store.publish import new_identity, publish_checkpoint
 from rovertrain.store.resume import save_resume
@@ -57,6 +58,7 @@ def model_metadata(
         "examplesProcessed": candidate.examples,
         "parameters": parameter_count(model),
         "specification": specification(dataset.schema),
+        "actionThreshold": job.actionThreshold,
         "trainedRovers": sorted(state.trained_rovers),
         "controlProfiles": state.control_profiles,
         "sourceSessions": dataset.accepted,
@@ -75,11 +77,13 @@ def model_metadata(
 
 
 def publish(root: Path, candidate: Candidate, state: TrainingState, model: Policy) -> Published:
-    """Write the immutable checkpoint; the caller announces it."""
+    """Write the immutable checkpoint (and, if promoted, current.json); the caller announces it."""
     model_id, name = new_identity()
     weights = {key: value.contiguous() for key, value in model.state_dict().items()}
     metadata = model_metadata(candidate, state, model, model_id, name)
     document = publish_checkpoint(root, model_id, weights, metadata)
+    if candidate.decision.promote:
+        write_current(root, model_id, name)
     return Published(model_id, name, Layout(root).checkpoint(model_id), document)
 
 

@@ -54,6 +54,10 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "published": ("id", "name", "path"),
     "report": ("path", "width", "height"),
     "schema": ("name", "schema"),
+    "exported": ("id", "path", "files", "parity"),
+    "current": ("current", "valid"),
+    "prediction": ("sessionId", "t", "types"),
+    "replayed": ("sessionId", "ticks", "types"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }

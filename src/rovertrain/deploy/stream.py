@@ -1,0 +1,87 @@
+"""A recording played back as the rover would see it: one full-size RGB frame per 100 ms tick.
+
+Same tick rule as the training decoder (`data.decode.TickWriter`): ticks are the multiples of
+100 ms covered by the video, and each tick gets the newest frame at or before it (the later of
+two frames with the same time). Same decoder settings too, so the pictures are bit-identical;
+the frames stay full size: resizing is the runtime's job (`prepare_frame`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+from av.video.reformatter import VideoReformatter
+
+from rovertrain.data.decode import FrameClock, frame_rotation, open_checked
+from rovertrain.data.decode_protocol import DecodeLimits
+from rovertrain.data.observation import TICK_MS
+from rovertrain.errors import SkipSession
+
+
+@dataclass(frozen=True)
+class TickFrame:
+    tick: int  # ms on the command clock
+    frame_time: float  # ms of the frame shown at this tick
+    rgb: np.ndarray  # uint8 H×W×3, as decoded (not rotated, not resized)
+    rotation: int
+
+
+def tick_frames(path: Path, offset_ms: float, limits: DecodeLimits) -> Iterator[TickFrame]:
+    container_name, _ = open_checked(path, limits)
+    try:
+        container = av.open(
+            str(path), format=container_name, options={"protocol_whitelist": "file"}
+        )
+    except (av.error.FFmpegError, OSError, ValueError) as error:
+        raise SkipSession("decode_error", f"FFmpeg cannot open the video: {error}") from None
+    with container:
+        videos = [stream for stream in container.streams if stream.type == "video"]
+        if not videos:
+            raise SkipSession("no_video", "the file has no video stream")
+        stream = videos[0]
+        context: Any = stream.codec_context
+        context.thread_count = max(1, limits.threads)
+        context.thread_type = "AUTO"
+        context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
+        reformatter = VideoReformatter()
+        clock = FrameClock()
+        pending: Any = None
+        pending_time = -math.inf
+        converted: np.ndarray | None = None
+        rotation = 0
+        next_tick = 0
+
+        def current() -> np.ndarray:
+            nonlocal converted
+            if converted is None:
+                converted = reformatter.reformat(pending, format="rgb24", threads=1).to_ndarray()
+            return converted
+
+        frame: Any
+        try:
+            for frame in container.decode(stream):
+                if frame.is_corrupt or frame.time is None:
+                    continue
+                placed = clock.place(frame.time * 1000.0 + offset_ms)
+                if placed is None:
+                    continue
+                if pending is not None:
+                    while next_tick < placed:
+                        yield TickFrame(next_tick, pending_time, current(), rotation)
+                        next_tick += TICK_MS
+                else:
+                    next_tick = math.ceil(placed / TICK_MS) * TICK_MS
+                    rotation = frame_rotation(frame)
+                pending, pending_time, converted = frame, placed, None
+        except (av.error.FFmpegError, ValueError, OSError, EOFError):
+            pass  # damaged file: the prefix that decoded, as in training
+        if pending is not None:
+            while next_tick <= pending_time:
+                yield TickFrame(next_tick, pending_time, current(), rotation)
+                next_tick += TICK_MS

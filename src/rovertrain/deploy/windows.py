@@ -1,0 +1,121 @@
+"""Windows for checking an export: the model's held-out sessions where their cached frames
+are still there, simulated drives otherwise, and random corners.
+
+Simulated frames come from the simulator's renderer through `prepare_frame`, their states from
+`StateTracker` over the simulated command stream: realistic pictures and command histories
+even when the recordings the model was trained on are gone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.command_schema import SLOTS
+from rovertrain.data.observation import (
+    OBS_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STATE_FEATURES_PER_SLOT,
+    TICK_MS,
+)
+from rovertrain.runtime.frames import prepare_frame
+from rovertrain.runtime.state import StateTracker
+from rovertrain.sim.synth import Renderer, World, simulate_session
+
+
+def _collector(
+    renderer: Renderer, rendered: list[np.ndarray]
+) -> Callable[[World, tuple[float, float, float], float], None]:
+    def on_frame(world: World, phases: tuple[float, float, float], light: float) -> None:
+        rendered.append(prepare_frame(renderer.frame(world, phases, light)))
+
+    return on_frame
+
+
+def synthetic_windows(
+    schema: Sequence[dict[str, Any]], count: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 N×H×W×C frames, float32 N×S states) from simulated drives."""
+    if count <= 0:
+        return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
+            (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
+        )
+    frames: list[np.ndarray] = []
+    states: list[np.ndarray] = []
+    drive = 0
+    while len(frames) < count:
+        rng = random.Random(f"{seed}-{drive}")
+        rendered: list[np.ndarray] = []
+        on_frame = _collector(Renderer(np.random.default_rng(seed + drive)), rendered)
+        seconds = min(60.0, (count - len(frames)) * TICK_MS / 1000 + 1)
+        commands = simulate_session(rng, seconds, "gamepad", 0.0, 10, on_frame)
+        commands.sort(key=lambda item: item["t"])
+        tracker = StateTracker(schema)
+        position = 0
+        for index, frame in enumerate(rendered):
+            tick = index * TICK_MS
+            while position < len(commands) and commands[position]["t"] < tick:
+                item = commands[position]
+                tracker.observe(item["t"], item["type"], item.get("values") or {})
+                position += 1
+            frames.append(frame)
+            states.append(tracker.state_at(tick))
+        drive += 1
+    return np.stack(frames[:count]), np.stack(states[:count])
+
+
+def noise_windows(count: int, state_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random pictures and random (in-range) states: the corners the drives do not reach."""
+    rng = np.random.default_rng(seed)
+    frames = rng.integers(0, 256, (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8)
+    states = rng.uniform(-1.0, 1.0, (count, state_size)).astype(np.float32)
+    return frames, states
+
+
+def held_out_windows(
+    checkpoint: Path, meta: dict[str, Any], limit: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Windows of the model's held-out sessions, from the window cache of its data root.
+
+    The checkpoint lives in `root/training/checkpoints/<id>`; only sessions whose cache entry
+    still matches their recording are used, and any session that cannot be read is passed
+    over (the recordings may be gone): the caller fills up with synthetic windows.
+    """
+    from rovertrain.data import cache
+    from rovertrain.data.observation import STALE_FRAME_MS
+    from rovertrain.data.partition import is_held_out
+    from rovertrain.data.recording import load_recording, read_command_log
+    from rovertrain.data.windows import label_windows
+
+    root = checkpoint.parent.parent.parent
+    schema = meta["specification"]["schema"]
+    frames: list[np.ndarray] = []
+    states: list[np.ndarray] = []
+    sessions = [
+        s for s in meta.get("sourceSessions") or [] if isinstance(s, str) and is_held_out(s)
+    ]
+    for session_id in sessions:
+        if sum(len(chunk) for chunk in frames) >= limit:
+            break
+        try:
+            recording = load_recording(root, session_id)
+            cached = cache.load(cache.entry_for(root, recording))
+            if cached is None:
+                continue
+            labels = label_windows(cached.ticks, read_command_log(recording).commands, schema)
+        except Exception:  # a recording that is gone or damaged: synthetic windows instead
+            continue
+        usable = (cached.ticks - cached.frame_times <= STALE_FRAME_MS) & ~labels.unsupported
+        chosen = np.flatnonzero(usable)[: limit - sum(len(chunk) for chunk in frames)]
+        frames.append(np.asarray(cached.frames[chosen]))
+        states.append(labels.states[chosen])
+    if not frames:
+        return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
+            (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
+        )
+    return np.concatenate(frames), np.concatenate(states)

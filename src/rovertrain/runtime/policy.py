@@ -1,0 +1,160 @@
+"""`RoverPolicy`: an exported policy, run tick by tick as on the rover.
+
+An exported folder holds `model.onnx`, `runtime.json` (the specification) and `manifest.json`
+(every file's size and sha256). `load` verifies the files before anything is run; `tick` builds
+the model input with `prepare_frame` and the state with `StateTracker`, the same code training
+uses, and runs onnxruntime at batch 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.command_schema import SLOTS
+from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.runtime.frames import prepare_frame
+from rovertrain.runtime.state import StateTracker
+
+MODEL_FILE = "model.onnx"
+RUNTIME_FILE = "runtime.json"
+MANIFEST_FILE = "manifest.json"
+FORMAT = "rovertrain-runtime/1"
+IMAGE_INPUT = "images"
+STATE_INPUT = "states"
+
+
+class PolicyFileError(Exception):
+    """An exported folder that is missing, incomplete or altered: never run."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy would send in the window [t_ms, t_ms + tick)."""
+
+    t_ms: float
+    fire: dict[str, bool]
+    probability: dict[str, float]
+    values: dict[str, dict[str, float]]
+    image: np.ndarray  # uint8 1×C×H×W, the model's image input
+    state: np.ndarray  # float32 1×S, the model's state input
+
+
+def read_verified(directory: Path) -> dict[str, bytes]:
+    """The folder's files as bytes, each checked against the manifest (size and sha256)."""
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_bytes())
+        files = manifest["files"]
+        if manifest.get("format") != FORMAT or not isinstance(files, dict):
+            raise ValueError(f"not a {FORMAT} manifest")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PolicyFileError(f"{directory / MANIFEST_FILE}: unreadable: {error}") from None
+    contents: dict[str, bytes] = {}
+    for name in (MODEL_FILE, RUNTIME_FILE):
+        record = files.get(name)
+        if not isinstance(record, dict):
+            raise PolicyFileError(f"the manifest does not list {name}")
+        path = directory / name
+        if path.is_symlink() or not path.is_file():
+            raise PolicyFileError(f"{path} is missing or not a regular file")
+        data = path.read_bytes()
+        if len(data) != record.get("bytes"):
+            raise PolicyFileError(f"{name} has {len(data)} bytes, expected {record.get('bytes')}")
+        if hashlib.sha256(data).hexdigest() != record.get("sha256"):
+            raise PolicyFileError(f"{name} sha256 mismatch: the file was altered")
+        contents[name] = data
+    return contents
+
+
+class RoverPolicy:
+    """Feed `observe_command` every command sent; call `tick` once per 100 ms."""
+
+    def __init__(self, session: Any, spec: Mapping[str, Any]):
+        self.session = session
+        self.spec = dict(spec)
+        self.schema: list[dict[str, Any]] = list(spec["schema"])
+        self.types = [str(slot["type"]) for slot in self.schema]
+        self.value_names = [list(slot["values"]) for slot in self.schema]
+        self.threshold = float(spec["threshold"])
+        self.tick_ms = int(spec["input"]["tickMs"])
+        self.state_size = int(spec["input"]["state"]["size"])
+        image = spec["input"]["image"]
+        expected = (SLOTS * STATE_FEATURES_PER_SLOT, OBS_WIDTH, OBS_HEIGHT)
+        found = (self.state_size, int(image["width"]), int(image["height"]))
+        if found != expected:
+            raise PolicyFileError(
+                f"the model expects state size, width, height {found}; this runtime builds "
+                f"{expected}: export it with a matching rovertrain"
+            )
+        self.tracker = StateTracker(self.schema)
+        self.rotation = 0
+
+    @classmethod
+    def load(cls, path: str | Path, threads: int = 1) -> RoverPolicy:
+        """Load an exported folder; raises PolicyFileError when a file does not verify."""
+        import onnxruntime
+
+        contents = read_verified(Path(path))
+        try:
+            spec = json.loads(contents[RUNTIME_FILE])
+        except ValueError as error:
+            raise PolicyFileError(f"{RUNTIME_FILE} is not JSON: {error}") from None
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = onnxruntime.InferenceSession(
+            contents[MODEL_FILE], options, providers=["CPUExecutionProvider"]
+        )
+        return cls(session, spec)
+
+    @property
+    def unknown_commands(self) -> int:
+        """Commands whose type the model has no slot for (ignored, as in training)."""
+        return self.tracker.unknown_commands
+
+    def reset(self) -> None:
+        """Forget every command and tick (a new drive)."""
+        self.tracker.reset()
+
+    def observe_command(
+        self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
+    ) -> bool:
+        """Record a command that was sent (by anyone); False when its type is unknown."""
+        if not isinstance(command_type, str):
+            raise TypeError(f"command type must be a string, got {type(command_type).__name__}")
+        values = values or {}
+        for name, value in values.items():
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"command value {name}={value!r} is not a finite number")
+        return self.tracker.observe(t_ms, command_type, values)
+
+    def inputs(self, frame: np.ndarray, t_ms: float) -> tuple[np.ndarray, np.ndarray]:
+        """(uint8 1×C×H×W image, float32 1×S state) for this tick; advances the tracker."""
+        image = prepare_frame(frame, self.rotation).transpose(2, 0, 1)[None]
+        state = self.tracker.state_at(t_ms)[None]
+        return np.ascontiguousarray(image), state
+
+    def tick(self, frame: np.ndarray, t_ms: float) -> Decision:
+        """The decision for the window [t_ms, t_ms + tick) from this frame and the commands
+        observed before t_ms."""
+        image, state = self.inputs(frame, t_ms)
+        logits, values = self.session.run(None, {IMAGE_INPUT: image, STATE_INPUT: state})
+        probability = 1.0 / (1.0 + np.exp(-logits[0].astype(np.float64)))
+        fire, chance, named = {}, {}, {}
+        for slot, command_type in enumerate(self.types):
+            p = float(probability[slot])
+            chance[command_type] = p
+            fire[command_type] = p >= self.threshold
+            row = values[0, slot]
+            named[command_type] = {
+                name: float(row[column]) for column, name in enumerate(self.value_names[slot])
+            }
+        return Decision(float(t_ms), fire, chance, named, image, state)

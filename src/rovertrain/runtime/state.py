@@ -1,0 +1,127 @@
+"""The command-state vector at a 100 ms tick: the one definition, for training and the rover.
+
+Per slot (command type in the schema), from the commands sent strictly before the tick:
+`lastValue[0..VALUES)` (the values of the last command, 0 for a value it did not carry),
+`neverSent`, `min(elapsed, 1 s) / 1 s`, `min(elapsed, 10 s) / 10 s` and ten one-hot 100 ms
+bins of the elapsed time. A slot never sent has elapsed = +inf: neverSent 1, ramps 1, no bin.
+
+`encode_states` turns (elapsed, last values) into the vector; `label_windows` (whole
+recordings, vectorised) and `StateTracker` (one command at a time, on the rover) both call it.
+Pure numpy: no torch, no av.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rovertrain.data.command_schema import SLOTS, VALUES
+from rovertrain.data.observation import (
+    STATE_BINS,
+    STATE_FEATURES_PER_SLOT,
+    STATE_LONG_MS,
+    STATE_SHORT_MS,
+)
+
+_BIN_INDEX = np.arange(STATE_BINS, dtype=np.float64)
+
+
+def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
+    """elapsed: float64 [N, SLOTS] ms since the slot's last command (inf: never sent);
+    last_values: float32 [N, SLOTS, VALUES]. Returns float32 [N, SLOTS * FEATURES]."""
+    count = elapsed.shape[0]
+    states = np.zeros((count, SLOTS, STATE_FEATURES_PER_SLOT), dtype=np.float32)
+    seen = np.isfinite(elapsed)
+    states[:, :, :VALUES] = np.where(seen[:, :, None], last_values, 0.0)
+    states[:, :, 4] = (~seen).astype(np.float32)
+    states[:, :, 5] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
+    states[:, :, 6] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
+    with np.errstate(invalid="ignore"):
+        bins = np.floor(elapsed / 100.0)
+    states[:, :, 7:] = bins[:, :, None] == _BIN_INDEX
+    return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
+
+
+def value_row(names: Sequence[str], values: Mapping[str, float]) -> np.ndarray:
+    """A command's values in the slot's order (0 where the command did not carry one)."""
+    row = np.zeros(VALUES, dtype=np.float32)
+    for column, name in enumerate(names[:VALUES]):
+        if name in values:
+            row[column] = values[name]
+    return row
+
+
+def last_before(times: np.ndarray, ticks: np.ndarray) -> np.ndarray:
+    """Index of the last of `times` (sorted) strictly before each tick, -1 if none."""
+    return np.searchsorted(times, ticks, side="left") - 1
+
+
+class StateTracker:
+    """The state vector built incrementally from the commands actually sent.
+
+    `observe(t, type, values)` for every command, in time order; `state_at(tick)` for ticks in
+    increasing order. Commands with t >= the tick are held until a later tick, exactly as the
+    batch labeller's "strictly before" does. Unknown types are counted and ignored.
+    """
+
+    def __init__(self, schema: Sequence[Mapping[str, Any]]):
+        if len(schema) > SLOTS:
+            raise ValueError(f"schema has {len(schema)} slots, at most {SLOTS}")
+        self.index = {str(slot["type"]): position for position, slot in enumerate(schema)}
+        self.names = [list(slot["values"]) for slot in schema]
+        self.reset()
+
+    def reset(self) -> None:
+        self.last_time = np.full(SLOTS, np.inf)
+        self.seen = np.zeros(SLOTS, dtype=bool)
+        self.last_values = np.zeros((SLOTS, VALUES), dtype=np.float32)
+        self.pending: list[tuple[float, int, np.ndarray]] = []
+        self.latest_command = -math.inf
+        self.latest_tick = -math.inf
+        self.unknown_commands = 0
+
+    def observe(self, t_ms: float, command_type: str, values: Mapping[str, float]) -> bool:
+        """Record one sent command; False (and counted) when its type has no slot."""
+        t = float(t_ms)
+        if not math.isfinite(t):
+            raise ValueError(f"command time {t_ms!r} is not a finite number of ms")
+        if t < self.latest_command:
+            raise ValueError(f"command time goes backwards: {t} ms after {self.latest_command} ms")
+        self.latest_command = t
+        slot = self.index.get(command_type)
+        if slot is None:
+            self.unknown_commands += 1
+            return False
+        row = value_row(self.names[slot], values)
+        if t < self.latest_tick:
+            self._commit(t, slot, row)
+        else:
+            self.pending.append((t, slot, row))
+        return True
+
+    def _commit(self, t: float, slot: int, row: np.ndarray) -> None:
+        self.last_time[slot] = t
+        self.seen[slot] = True
+        self.last_values[slot] = row
+
+    def state_at(self, tick_ms: float) -> np.ndarray:
+        """float32 [SLOTS * FEATURES]: the state the policy sees at this tick."""
+        tick = float(tick_ms)
+        if not math.isfinite(tick):
+            raise ValueError(f"tick time {tick_ms!r} is not a finite number of ms")
+        if tick < self.latest_tick:
+            raise ValueError(f"tick time goes backwards: {tick} ms after {self.latest_tick} ms")
+        self.latest_tick = tick
+        keep = []
+        for t, slot, row in self.pending:
+            if t < tick:
+                self._commit(t, slot, row)
+            else:
+                keep.append((t, slot, row))
+        self.pending = keep
+        elapsed = np.where(self.seen, tick - self.last_time, np.inf)
+        state: np.ndarray = encode_states(elapsed[None, :], self.last_values[None])[0]
+        return state

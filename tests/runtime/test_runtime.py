@@ -1,0 +1,151 @@
+"""The rover-side runtime's shared pieces: state at a tick and frame to model input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.data.recording import Command
+from rovertrain.data.windows import label_windows
+from rovertrain.runtime.frames import prepare_frame
+from rovertrain.runtime.state import StateTracker
+
+SCHEMA = [*initial_schema(), {"type": "horn", "values": ["a", "b", "c"], "role": "other"}]
+TYPES = ["stop", "drive", "horn", "unknown"]
+NAMES = ["speed", "turn", "a", "b", "c", "z"]
+
+commands_strategy = st.lists(
+    st.tuples(
+        st.integers(-300, 6000).map(lambda t: t / 2),  # half-ms steps: many exact-tick times
+        st.sampled_from(TYPES),
+        st.dictionaries(
+            st.sampled_from(NAMES), st.floats(-3, 3, allow_nan=False, width=32), max_size=4
+        ),
+    ),
+    max_size=60,
+)
+
+
+def stream_states(commands: list[Command], ticks: np.ndarray) -> np.ndarray:
+    """States as the rover builds them: commands fed as they happen, one tick at a time."""
+    tracker = StateTracker(SCHEMA)
+    rows, position = [], 0
+    for tick in ticks:
+        # On the rover, a command at exactly the tick may arrive before the tick is computed.
+        while position < len(commands) and commands[position].t <= tick:
+            command = commands[position]
+            tracker.observe(command.t, command.type, command.values)
+            position += 1
+        rows.append(tracker.state_at(float(tick)))
+    return np.stack(rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(commands_strategy, st.integers(-5, 5), st.integers(1, 40))
+def test_tracker_and_labeller_agree(raw, first_tick: int, count: int) -> None:
+    commands = sorted(
+        (Command(t, kind, values) for t, kind, values in raw), key=lambda command: command.t
+    )
+    ticks = np.arange(first_tick, first_tick + count, dtype=np.int64) * 100
+    batch = label_windows(ticks, commands, SCHEMA).states
+    streamed = stream_states(commands, ticks)
+    assert streamed.dtype == batch.dtype == np.float32
+    np.testing.assert_array_equal(streamed, batch)
+
+
+def test_tracker_counts_unknown_types_and_refuses_time_going_backwards() -> None:
+    tracker = StateTracker(SCHEMA)
+    assert tracker.observe(10, "drive", {"speed": 0.5}) is True
+    assert tracker.observe(20, "launch", {}) is False
+    assert tracker.unknown_commands == 1
+    with pytest.raises(ValueError, match="backwards"):
+        tracker.observe(5, "drive", {})
+    tracker.state_at(100)
+    with pytest.raises(ValueError, match="backwards"):
+        tracker.state_at(0)
+    with pytest.raises(ValueError, match="finite"):
+        tracker.observe(float("nan"), "drive", {})
+    tracker.reset()
+    state = tracker.state_at(0).reshape(8, -1)
+    assert state[:, 4].tolist() == [1.0] * 8  # neverSent everywhere after a reset
+
+
+def test_prepare_frame_shape_values_and_rotation() -> None:
+    rng = np.random.default_rng(0)
+    for shape in [(480, 640, 3), (1080, 1920, 3), (48, 64, 3), (72, 96, 3), (1, 1, 3)]:
+        frame = rng.integers(0, 256, shape, dtype=np.uint8)
+        result = prepare_frame(frame)
+        assert result.shape == (OBS_HEIGHT, OBS_WIDTH, 3) and result.dtype == np.uint8
+        assert result.flags.c_contiguous
+    flat = np.full((480, 640, 3), 77, dtype=np.uint8)
+    assert (prepare_frame(flat) == 77).all()
+    same = rng.integers(0, 256, (72, 96, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(prepare_frame(same), same)  # already the model's size
+    tall = rng.integers(0, 256, (640, 480, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(
+        prepare_frame(tall, 90), prepare_frame(np.ascontiguousarray(np.rot90(tall)))
+    )
+    # Area average: a 2×2 block of 0 and 255 pixels becomes their rounded mean.
+    checker = np.zeros((144, 192, 3), dtype=np.uint8)
+    checker[::2, ::2] = 255
+    assert (prepare_frame(checker) == 64).all()
+
+
+@pytest.mark.parametrize(
+    ("frame", "error"),
+    [
+        (np.zeros((48, 64, 3), dtype=np.float32), TypeError),
+        (np.zeros((48, 64), dtype=np.uint8), ValueError),
+        (np.zeros((48, 64, 4), dtype=np.uint8), ValueError),
+        (np.zeros((0, 64, 3), dtype=np.uint8), ValueError),
+        ([[0, 0, 0]], TypeError),
+    ],
+)
+def test_prepare_frame_refuses_bad_frames(frame, error) -> None:
+    with pytest.raises(error):
+        prepare_frame(frame)
+
+
+BLOCKER = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"torch", "av", "click", "rich", "safetensors"}:
+            raise ImportError(f"blocked: {name}")
+        return None
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_runtime_imports_without_torch_av_or_click() -> None:
+    code = BLOCKER + (
+        "import numpy as np\n"
+        "from rovertrain.runtime import RoverPolicy, Decision\n"
+        "from rovertrain.runtime.frames import prepare_frame\n"
+        "from rovertrain.runtime.state import StateTracker\n"
+        "prepare_frame(np.zeros((480, 640, 3), np.uint8))\n"
+        "assert not {'torch', 'av', 'click'} & set(sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_a_policy_built_for_another_input_layout_is_refused() -> None:
+    from rovertrain.runtime.policy import PolicyFileError, RoverPolicy
+
+    spec = {
+        "schema": initial_schema(),
+        "threshold": 0.5,
+        "input": {"tickMs": 100, "state": {"size": 100}, "image": {"width": 96, "height": 72}},
+    }
+    with pytest.raises(PolicyFileError, match="state size"):
+        RoverPolicy(None, spec)
+    spec["input"]["state"]["size"] = 136
+    assert RoverPolicy(None, spec).types == ["stop", "drive"]
