@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from test_runtime import BLOCKER
 
+from blocked_imports import BLOCKER
 from conftest import cli_env, parse_events, run_cli
 from rovertrain.data.command_schema import initial_schema
 from rovertrain.data.decode import decode_to_file
@@ -175,7 +175,7 @@ def training_windows(root: Path, session_id: str, tmp_path: Path) -> dict[str, A
     recording = load_recording(root, session_id)
     sink = tmp_path / f"{session_id}.frames"
     with open(sink, "wb") as stream:
-        result = decode_to_file(recording.video_path, recording.video_offset_ms, LIMITS, stream, {})
+        result = decode_to_file(recording.video_path, recording.video_offset_ms, LIMITS, stream)
     frames = np.fromfile(sink, dtype=np.uint8).reshape(-1, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
     ticks = np.asarray(result["ticks"], dtype=np.int64)
     labels = label_windows(ticks, read_command_log(recording).commands, initial_schema())
@@ -218,7 +218,7 @@ def test_real_videos_stream_to_the_training_frames(
         pytest.skip(f"{name} not in the corpus")
     sink = tmp_path / "frames"
     with open(sink, "wb") as stream:
-        result = decode_to_file(path, 0.0, LIMITS, stream, {})
+        result = decode_to_file(path, 0.0, LIMITS, stream)
     frames = np.fromfile(sink, dtype=np.uint8).reshape(-1, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
     limit = min(len(frames), 100)
     ticks = np.asarray(result["ticks"][:limit], dtype=np.int64)

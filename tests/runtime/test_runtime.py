@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blocked_imports import BLOCKER
 from rovertrain.data.command_schema import initial_schema
 from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Command
@@ -111,17 +112,6 @@ def test_prepare_frame_shape_values_and_rotation() -> None:
 def test_prepare_frame_refuses_bad_frames(frame, error) -> None:
     with pytest.raises(error):
         prepare_frame(frame)
-
-
-BLOCKER = """
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"torch", "av", "click", "rich", "safetensors"}:
-            raise ImportError(f"blocked: {name}")
-        return None
-sys.meta_path.insert(0, Block())
-"""
 
 
 def test_runtime_imports_without_torch_av_or_click() -> None:
