@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# Minutes each: the suite-wide 300 s timeout is for the fast tests.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def synthesise(cli, root: Path, *extra: str) -> Path:
