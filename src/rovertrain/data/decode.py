@@ -7,10 +7,11 @@ recording is.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -121,25 +122,10 @@ def frame_rotation(frame: Any) -> int:
     return round(angle / 90.0) * 90 % 360
 
 
-def decode_to_file(
-    path: Path,
-    offset_ms: float,
-    limits: DecodeLimits,
-    sink: BinaryIO,
-    report_frames: Callable[[int], None] = lambda frames: None,
-) -> dict[str, Any]:
-    """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
-    started = time.monotonic()
-    container_name, size = open_checked(path, limits)
-    stats: dict[str, Any] = {
-        "container": container_name,
-        "videoBytes": size,
-        "framesDecoded": 0,
-        "corruptFrames": 0,
-        "duplicateTimestamps": 0,
-        "backwardsTimestamps": 0,
-        "decodeErrors": 0,
-    }
+@contextlib.contextmanager
+def open_video(path: Path, container_name: str, limits: DecodeLimits) -> Iterator[tuple[Any, Any]]:
+    """The container and its first video stream, checked against the limits and set up to
+    decode for 96 px ticks. Used by the decoder child and by replay alike."""
     try:
         container = av.open(
             str(path), format=container_name, options={"protocol_whitelist": "file"}
@@ -168,6 +154,31 @@ def decode_to_file(
         # The policy sees 96 px frames; deblocking is invisible at that size.
         # max_pixels: the decoder itself refuses to allocate frames beyond the limit.
         context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
+        yield container, stream
+
+
+def decode_to_file(
+    path: Path,
+    offset_ms: float,
+    limits: DecodeLimits,
+    sink: BinaryIO,
+    report_frames: Callable[[int], None] = lambda frames: None,
+) -> dict[str, Any]:
+    """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
+    started = time.monotonic()
+    container_name, size = open_checked(path, limits)
+    stats: dict[str, Any] = {
+        "container": container_name,
+        "videoBytes": size,
+        "framesDecoded": 0,
+        "corruptFrames": 0,
+        "duplicateTimestamps": 0,
+        "backwardsTimestamps": 0,
+        "decodeErrors": 0,
+    }
+    with open_video(path, container_name, limits) as (container, stream):
+        context: Any = stream.codec_context
+        width, height = context.width or 0, context.height or 0
         stats.update(
             codec=context.name,
             width=width,

@@ -18,10 +18,9 @@ import av
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from rovertrain.data.decode import FrameClock, frame_rotation, open_checked
+from rovertrain.data.decode import FrameClock, frame_rotation, open_checked, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import TICK_MS
-from rovertrain.errors import SkipSession
 
 
 @dataclass(frozen=True)
@@ -34,21 +33,7 @@ class TickFrame:
 
 def tick_frames(path: Path, offset_ms: float, limits: DecodeLimits) -> Iterator[TickFrame]:
     container_name, _ = open_checked(path, limits)
-    try:
-        container = av.open(
-            str(path), format=container_name, options={"protocol_whitelist": "file"}
-        )
-    except (av.error.FFmpegError, OSError, ValueError) as error:
-        raise SkipSession("decode_error", f"FFmpeg cannot open the video: {error}") from None
-    with container:
-        videos = [stream for stream in container.streams if stream.type == "video"]
-        if not videos:
-            raise SkipSession("no_video", "the file has no video stream")
-        stream = videos[0]
-        context: Any = stream.codec_context
-        context.thread_count = max(1, limits.threads)
-        context.thread_type = "AUTO"
-        context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
+    with open_video(path, container_name, limits) as (container, stream):
         reformatter = VideoReformatter()
         clock = FrameClock()
         pending: Any = None
