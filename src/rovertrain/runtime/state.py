@@ -59,6 +59,16 @@ def last_before(times: np.ndarray, ticks: np.ndarray) -> np.ndarray:
     return np.searchsorted(times, ticks, side="left") - 1
 
 
+def _forward(value: float, latest: float, what: str) -> float:
+    """`value` as a float, refused when not finite or earlier than `latest`."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{what} {value!r} is not a finite number of ms")
+    if number < latest:
+        raise ValueError(f"{what} goes backwards: {number} ms after {latest} ms")
+    return number
+
+
 class StateTracker:
     """The state vector built incrementally from the commands actually sent.
 
@@ -85,12 +95,7 @@ class StateTracker:
 
     def observe(self, t_ms: float, command_type: str, values: Mapping[str, float]) -> bool:
         """Record one sent command; False (and counted) when its type has no slot."""
-        t = float(t_ms)
-        if not math.isfinite(t):
-            raise ValueError(f"command time {t_ms!r} is not a finite number of ms")
-        if t < self.latest_command:
-            raise ValueError(f"command time goes backwards: {t} ms after {self.latest_command} ms")
-        self.latest_command = t
+        t = self.latest_command = _forward(t_ms, self.latest_command, "command time")
         slot = self.index.get(command_type)
         if slot is None:
             self.unknown_commands += 1
@@ -109,12 +114,7 @@ class StateTracker:
 
     def state_at(self, tick_ms: float) -> np.ndarray:
         """float32 [SLOTS * FEATURES]: the state the policy sees at this tick."""
-        tick = float(tick_ms)
-        if not math.isfinite(tick):
-            raise ValueError(f"tick time {tick_ms!r} is not a finite number of ms")
-        if tick < self.latest_tick:
-            raise ValueError(f"tick time goes backwards: {tick} ms after {self.latest_tick} ms")
-        self.latest_tick = tick
+        tick = self.latest_tick = _forward(tick_ms, self.latest_tick, "tick time")
         keep = []
         for t, slot, row in self.pending:
             if t < tick:
