@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
     INVALID_CHECKPOINT = "invalid_checkpoint"
     EXPORT_MISMATCH = "export_mismatch"
+    RANK_FAILED = "rank_failed"
 
 
 class RovertrainError(Exception):

@@ -18,14 +18,15 @@ if TYPE_CHECKING:
     from rovertrain.protocol.events import EventStream
 
 
-def _run_with_events(body: Callable[[EventStream], int]) -> None:
+def _run_with_events(body: Callable[[EventStream], int], writes_events: bool = True) -> None:
     """Claim stdout for events, run `body`, and turn any failure into one `error` event.
 
-    This is the one place where a command's outcome becomes its exit code.
+    This is the one place where a command's outcome becomes its exit code. A rank other than
+    0 of a distributed job (`writes_events` false) writes no events: rank 0 owns the stream.
     """
     from rovertrain.protocol.events import EventStream, claim_stdout
 
-    stream = EventStream(claim_stdout())
+    stream = EventStream(claim_stdout() if writes_events else None)
     code: int
     try:
         require_linux()
@@ -90,8 +91,20 @@ def cli() -> None:
     default=None,
     help="Live progress on stderr (default: on when stderr is a terminal).",
 )
-def run(job_path: str, progress: bool | None) -> None:
+@click.option(
+    "--nproc",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="Ranks on this machine, started by torch.distributed.run (docs/scale-out.md).",
+)
+def run(job_path: str, progress: bool | None, nproc: int) -> None:
     """Run one finite training job."""
+    import os
+
+    from rovertrain.distributed.world import world_from_env
+
+    world = world_from_env(os.environ)
 
     def body(stream: EventStream) -> int:
         from rovertrain.cli.console import stderr_is_terminal
@@ -99,14 +112,22 @@ def run(job_path: str, progress: bool | None) -> None:
         from rovertrain.job.run import run_job
 
         job = load_job_file(job_path)
+        if nproc > 1:
+            if world.distributed:
+                raise RovertrainError(
+                    ErrorCode.USAGE, "--nproc cannot be used by a rank of a launched job."
+                )
+            from rovertrain.distributed.launch import launch_local
+
+            return launch_local(job, nproc, stream, progress)
         watchers = []
-        if stderr_is_terminal() if progress is None else progress:
+        if world.leads and (stderr_is_terminal() if progress is None else progress):
             from rovertrain.cli.progressview import ProgressView
 
             watchers.append(ProgressView(len(job.sessions or ()), job.config.maxJobSeconds))
         return run_job(job, stream, watchers)
 
-    _run_with_events(body)
+    _run_with_events(body, writes_events=world.leads)
 
 
 @cli.command("check-deps")

@@ -174,6 +174,15 @@ class Dataset:
         return [result.to_json() for result in self.sessions]
 
 
+@dataclass(frozen=True)
+class DecodedByRanks:
+    """Sessions the job's ranks decoded into the cache before the dataset is built (distributed
+    runs): which ones, and the (code, reason) of those that failed, which the cache lacks."""
+
+    sessions: frozenset[str] = frozenset()
+    failures: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
 @dataclass
 class DatasetRequest:
     root: Path
@@ -182,6 +191,8 @@ class DatasetRequest:
     config: Config
     seed: int
     keep_windows: bool = True
+    decoded: DecodedByRanks = field(default_factory=DecodedByRanks)
+    maintains_cache: bool = True  # removes temporaries and evicts: one rank only
 
 
 class DecodeWatcher(Protocol):
@@ -231,6 +242,10 @@ def _plan(request: DatasetRequest) -> _Plan:
     plan = _Plan()
     limits = _limits(request.config)
     for session_id in request.sessions:
+        failure = request.decoded.failures.get(session_id)
+        if failure is not None:
+            plan.ready[session_id] = SkipSession(*failure)
+            continue
         try:
             recording = load_recording(request.root, session_id)
             entry = cache.entry_for(request.root, recording)
@@ -248,7 +263,7 @@ def _plan(request: DatasetRequest) -> _Plan:
         started = time.monotonic()
         hit = cache.load(entry)
         if hit is not None:
-            hit.stats["cached"] = True
+            hit.stats["cached"] = session_id not in request.decoded.sessions
             hit.stats["cacheLoadSeconds"] = round(time.monotonic() - started, 4)
             plan.ready[session_id] = hit
             continue
@@ -299,7 +314,8 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         schema=request.schema, pool=train_builder.build(), validation=held_builder.build()
     )
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
-    cache.remove_temporaries(request.root)
+    if request.maintains_cache:
+        cache.remove_temporaries(request.root)
     plan = _plan(request)
     pool = DecoderPool(
         threads=request.config.threads,
@@ -319,12 +335,53 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     dataset.pool = train_builder.build()
     dataset.validation = held_builder.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
-    cache.evict(
-        request.root,
-        request.config.cacheMaxMegabytes * 2**20,
-        keep={entry.name for entry in plan.entries.values()},
-    )
+    if request.maintains_cache:
+        cache.evict(
+            request.root,
+            request.config.cacheMaxMegabytes * 2**20,
+            keep={entry.name for entry in plan.entries.values()},
+        )
     return dataset
+
+
+def uncached_sessions(request: DatasetRequest) -> list[tuple[str, int]]:
+    """The sessions the cache lacks, with their video's size in bytes, in the given order."""
+    return [(r.session_id, _size(r.video_path)) for r in _plan(request).decode]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def decode_into_cache(
+    request: DatasetRequest, watcher: DecodeWatcher
+) -> dict[str, tuple[str, str]]:
+    """Decode the request's sessions that the cache lacks (a rank's shard); nothing is labelled.
+
+    Returns the (code, reason) of each session whose decoder failed: those are not cached.
+    """
+    cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
+    plan = _plan(request)
+    pool = DecoderPool(
+        threads=request.config.threads,
+        timeout_seconds=request.config.decodeTimeoutSeconds,
+        should_stop=watcher.should_stop,
+        is_paused=watcher.poll_pause,
+        on_tick=watcher.show_decoding,
+    )
+    failures: dict[str, tuple[str, str]] = {}
+    results = pool.run(plan.decode)
+    try:
+        for session_id, outcome in results:
+            ready = _read_back(plan.entries[session_id], outcome)
+            if isinstance(ready, SkipSession):
+                failures[session_id] = (ready.code, ready.reason)
+    finally:
+        results.close()
+    return failures
 
 
 def _wait_until_ready(session_id: str, plan: _Plan, results: Iterator[tuple[str, Outcome]]) -> bool:

@@ -63,8 +63,20 @@ CONFIG_FIELDS: dict[str, Number] = {
     "heartbeatSeconds": Number(15, 0, 3600, exclusive_minimum=True),
     "maxPausedSeconds": Number(3600, 0, MAX_SECONDS),
     "evalEverySteps": Number(0, 0, 100_000_000, integer=True, doc="periodic held-out eval"),
+    "device": Number(
+        "cpu",
+        doc="where training runs: cpu, cuda (one GPU per local rank), or auto (cuda when "
+        "available)",
+    ),
+    "rankTimeoutSeconds": Number(
+        300,
+        1,
+        MAX_SECONDS,
+        doc="distributed jobs: longest wait for another rank at a collective before the job "
+        "ends with rank_failed",
+    ),
 }
-CHOICES = {"precision": ("auto", "bf16", "fp32")}
+CHOICES = {"precision": ("auto", "bf16", "fp32"), "device": ("cpu", "cuda", "auto")}
 
 GATE_FIELDS: dict[str, Number] = {
     "minHeldOutSessions": Number(2, 0, 1_000_000, integer=True),
@@ -108,6 +120,8 @@ class Config:
     maxPausedSeconds: float
     evalEverySteps: int
     probeMaxSeconds: float
+    device: str
+    rankTimeoutSeconds: float
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

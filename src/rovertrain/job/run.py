@@ -10,9 +10,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from rovertrain.exitcodes import ExitCode
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl, Phase
 from rovertrain.job.preflight import check_root_usable, job_sessions, with_sessions
+from rovertrain.job.ranks import Ranks, join_ranks, one_process
 from rovertrain.job.startup import (
     JobWatcher,
     announce,
@@ -34,31 +36,44 @@ from rovertrain.store.layout import Layout
 
 
 def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) -> int:
-    job_id = job.jobId or new_job_id()
-    stream.bind_job(job_id)
     root = job.root.resolve()
 
-    # 1. Validate, budget the CPU, lock the root, clean up after crashed jobs, announce.
+    # 1. Validate, budget the CPU, join the other ranks (if a launcher started several), lock
+    #    the root, clean up after crashed jobs, announce. Rank 0 alone locks, cleans, announces.
     check_root_usable(root)
     job = with_sessions(job, root)
     limit_cpu(job.config.threads)
-    from rovertrain.store.durable import JobLock
-    from rovertrain.store.publish import remove_stale_staging
-
-    lock = JobLock(root)
-    lock.acquire()
-    control = job_control(job.config, stream, watchers)
+    ranks = join_ranks(job.config)
     try:
-        open_job_log(Layout(root).job(job_id).path, stream, watchers)
-        removed = remove_stale_staging(root)
-        announce(job, root, stream, removed)
-        return run_steps(job, job_id, root, stream, control)
+        job, job_id = ranks.agree_job(job, job.jobId or new_job_id())
+        stream.bind_job(job_id)
+        from rovertrain.store.publish import remove_stale_staging
+
+        lock = ranks.root_lock(root)
+        lock.acquire()
+        control = job_control(job.config, stream, watchers)
+        try:
+            if ranks.leads:
+                open_job_log(Layout(root).job(job_id).path, stream, watchers)
+                removed = remove_stale_staging(root)
+                announce(job, root, stream, removed, ranks.size)
+            ranks.started()
+            return run_steps(job, job_id, root, stream, control, ranks)
+        finally:
+            control.uninstall()
+            lock.release()
     finally:
-        control.uninstall()
-        lock.release()
+        ranks.close()
 
 
-def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: JobControl) -> int:
+def run_steps(
+    job: Job,
+    job_id: str,
+    root: Path,
+    stream: EventStream,
+    control: JobControl,
+    ranks: Ranks | None = None,
+) -> int:
     from rovertrain.data.dataset import DatasetRequest, build_dataset
     from rovertrain.data.partition import processing_order
     from rovertrain.gate import (
@@ -78,16 +93,19 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
 
     config = job.config
     diagnostics = JobDiagnostics()
+    ranks = ranks or one_process(config)
 
     # 2. Resume state (refused, never silently replaced, when incompatible).
     state = TrainingState.from_saved(load_resume(root))
 
-    # 3. Partition, decode, label and sample the sessions.
+    # 3. Partition, decode (each rank its shard), label and sample the sessions.
     control.enter(Phase.DECODE)
     order = processing_order(job_sessions(job), job.seed)
     request = DatasetRequest(root, order, state.schema, config, job.seed)
+    request = ranks.decode_shard(request, control)
     dataset = build_dataset(request, stream, control)
     control.pause_ended()
+    ranks.agree_dataset(dataset, control)
     diagnostics.dataset(dataset)
 
     # 4. Enough data?
@@ -99,22 +117,38 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
 
     # 5. The policy (restored from the resume state), its loss, and the audit before training.
     control.enter(Phase.TRAIN)
-    hyper = hyperparameters(config)
+    hyper = hyperparameters(config, ranks.device.type)
     model, optimizer = restore_policy(state, hyper)
     setup = loss_setup(pool, dataset.schema)
+    placed_setup = ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(job, dataset)
     audit_windows = ev.audit_windows(pool)
     started = time.monotonic()
     audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
     diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
 
-    # 6. Train until the passes end, maxStepsPerJob, the budget or a stop request.
+    # 6. Train until the passes end, maxStepsPerJob, the budget or a stop request; each rank
+    #    on its share of every batch, stop and budget agreed by all at each step.
     deadline = training_deadline(config.maxJobSeconds, len(validation))
-    plan = TrainingPlan(pool, setup, hyper, job.seed, state.steps, state.examples, deadline)
+    plan = TrainingPlan(
+        pool, placed_setup, hyper, job.seed, state.steps, state.examples, deadline, ranks.share()
+    )
     on_step = ev.periodic_evaluation(
         stream, config.evalEverySteps, model, validation, scoring, setup
     )
-    result = train(model, optimizer, plan, control, progress_reporter(stream, control), on_step)
+    with ranks.guard():
+        result = train(
+            ranks.wrapped(model),
+            optimizer,
+            plan,
+            ranks.agreed(control),
+            progress_reporter(stream, control),
+            ranks.lead_only(on_step),
+        )
+        ranks.trained(stream, dataset, result)
+    ranks.to_cpu(model, optimizer)
+    if not ranks.leads:
+        return ExitCode.COMPLETED  # rank 0 alone evaluates, publishes and saves the state
     diagnostics.training(result)
     if result.steps == 0:
         return finish_untrained(

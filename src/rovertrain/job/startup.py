@@ -55,7 +55,9 @@ def open_job_log(job_dir: Path, stream: EventStream, watchers: Sequence[JobWatch
     stream.listeners.extend(watchers)
 
 
-def announce(job: Job, root: Path, stream: EventStream, removed_staging: list[str]) -> None:
+def announce(
+    job: Job, root: Path, stream: EventStream, removed_staging: list[str], ranks: int = 1
+) -> None:
     stream.emit(
         "started",
         version=__version__,
@@ -66,6 +68,7 @@ def announce(job: Job, root: Path, stream: EventStream, removed_staging: list[st
         sessions=len(job.sessions or ()),
         removedStaging=removed_staging,
         pid=os.getpid(),
+        ranks=ranks,
     )
 
 

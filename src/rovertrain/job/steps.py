@@ -44,17 +44,20 @@ def finish_untrained(
     return ExitCode.COMPLETED
 
 
-def uses_bf16(precision: str) -> bool:
-    """`auto`: bf16 only where the CPU computes it natively (measured: emulated bf16 on an
-    AVX2-only CPU trains 1.7x slower than fp32; bench/bench_training.py)."""
+def uses_bf16(precision: str, device_type: str = "cpu") -> bool:
+    """`auto`: bf16 only where the device computes it natively (measured: emulated bf16 on an
+    AVX2-only CPU trains 1.7x slower than fp32; bench/bench_training.py). On CUDA: where the
+    GPU supports bf16 (Ampere and later)."""
     if precision != "auto":
         return precision == "bf16"
     import torch
 
+    if device_type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
     return torch.backends.cpu.get_cpu_capability() not in ("DEFAULT", "AVX2")
 
 
-def hyperparameters(config: Config) -> Hyperparameters:
+def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters:
     from rovertrain.learn.train import Hyperparameters
 
     return Hyperparameters(
@@ -64,7 +67,7 @@ def hyperparameters(config: Config) -> Hyperparameters:
         passes=config.passesPerJob,
         max_steps=config.maxStepsPerJob,
         augment=config.augment,
-        bf16=uses_bf16(config.precision),
+        bf16=uses_bf16(config.precision, device_type),
     )
 
 

@@ -21,6 +21,16 @@ class Batch:
     def channels_last_images(self) -> torch.Tensor:
         return self.images.contiguous(memory_format=torch.channels_last)
 
+    def to(self, device: torch.device) -> Batch:
+        """The batch on `device` (itself when already there)."""
+        if device.type == "cpu":
+            return self
+        images, states, fires, values, available = (
+            tensor.to(device, non_blocking=True)
+            for tensor in (self.images, self.states, self.fires, self.values, self.available)
+        )
+        return Batch(images, states, fires, values, available)
+
 
 def batch_tensors(windows: WindowSet, indices: np.ndarray | slice) -> Batch:
     # NHWC uint8 permuted to an NCHW view: that is exactly the channels_last layout.
@@ -34,11 +44,21 @@ def batch_tensors(windows: WindowSet, indices: np.ndarray | slice) -> Batch:
     )
 
 
-def augment(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Train-only photometric augmentation: random brightness and contrast per image."""
-    count = images.shape[0]
+def augment(
+    images: torch.Tensor,
+    generator: torch.Generator,
+    share: slice = slice(None),
+    drawn: int | None = None,
+) -> torch.Tensor:
+    """Train-only photometric augmentation: random brightness and contrast per image.
+
+    `images` may be a rank's `share` of a batch of `drawn` images: the draws are made for the
+    whole batch, so every rank's generator stays in step with a single process's.
+    """
+    count = images.shape[0] if drawn is None else drawn
     floats = images.float() * (1.0 / 255.0)
     brightness = (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.3
     contrast = 1.0 + (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.4
+    brightness, contrast = brightness[share].to(images.device), contrast[share].to(images.device)
     mean = floats.mean(dim=(1, 2, 3), keepdim=True)
     return ((floats - mean) * contrast + mean + brightness).clamp_(0.0, 1.0)

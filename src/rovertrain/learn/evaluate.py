@@ -49,6 +49,7 @@ def predict(
 ) -> Predictions:
     """Event probabilities and values for every window, and the loss if `setup` is given."""
     was_training = model.training
+    device = next(model.parameters()).device
     model.eval()
     chunk = max(1, batch_size) * BATCHES_PER_CHUNK
     result = Predictions(
@@ -63,7 +64,9 @@ def predict(
                 break
             window = slice(start, min(len(windows), start + chunk))
             batch = batch_tensors(windows, window)
-            logits, predicted = model(batch.channels_last_images(), batch.states)
+            placed = batch.to(device)
+            logits, predicted = model(placed.channels_last_images(), placed.states)
+            logits, predicted = logits.cpu(), predicted.cpu()
             result.probabilities[window] = torch.sigmoid(logits.float()).numpy()
             result.values[window] = predicted.float().numpy()
             if setup is not None:

@@ -50,6 +50,27 @@ class TrainingControl(Protocol):
     def remaining(self) -> float: ...
 
 
+class BatchShare(Protocol):
+    """Which part of each (global) batch this process trains on, and where (distributed/)."""
+
+    @property
+    def device(self) -> torch.device: ...
+    def __call__(self, count: int) -> slice: ...
+
+
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class WholeBatch:
+    """One process: the whole batch, on the CPU (or its one GPU)."""
+
+    device: torch.device = CPU
+
+    def __call__(self, count: int) -> slice:
+        return slice(None)
+
+
 @dataclass(frozen=True)
 class Hyperparameters:
     learning_rate: float
@@ -72,6 +93,7 @@ class TrainingPlan:
     start_steps: int
     start_examples: int
     deadline_seconds: float  # budget seconds (JobControl.elapsed) at which training must stop
+    share: BatchShare = WholeBatch()
 
 
 @dataclass(frozen=True)
@@ -151,11 +173,17 @@ def train(
                 break
             control.activity = f"training step {steps + 1}"
             chosen = np.sort(order[offset : offset + hyper.batch_size])
-            batch = batch_tensors(plan.pool, chosen)
-            images = augment(batch.images, generator) if hyper.augment else batch.images
+            share, device = plan.share(len(chosen)), plan.share.device
+            batch = batch_tensors(plan.pool, chosen[share]).to(device)
+            # Augmentation draws for the whole batch on every rank: generators stay in step.
+            images = (
+                augment(batch.images, generator, share, len(chosen))
+                if hyper.augment
+                else batch.images
+            )
             images = images.contiguous(memory_format=torch.channels_last)
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=hyper.bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=hyper.bf16):
                 logits, predictions = model(images, batch.states)
             event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
             loss = event_loss + value_loss

@@ -58,6 +58,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "current": ("current", "valid"),
     "prediction": ("sessionId", "t", "types"),
     "replayed": ("sessionId", "ticks", "types"),
+    "ranks": ("ranks",),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
@@ -136,6 +137,11 @@ class EventStream:
 
     def bind_job(self, job_id: str) -> None:
         self._job_id = job_id
+
+    def continue_after(self, seq: int) -> None:
+        """Number the next event `seq + 1`: a launcher ending the stream its rank 0 began."""
+        with self._lock:
+            self._seq = seq + 1
 
     def mirror_to(self, path: Path) -> None:
         """Append every later event, flushed per line, to `path` (the job's replay log)."""
