@@ -1,0 +1,102 @@
+"""Two gloo ranks under DDP, each on its share of every batch, train the same weights as one
+process on whole batches (the batch size is global; augmentation draws stay in step)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from windows_fixture import learnable_windows
+
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.learn.losses import loss_setup
+from rovertrain.learn.policy import Policy
+from rovertrain.learn.train import (
+    BatchShare,
+    Hyperparameters,
+    TrainingPlan,
+    WholeBatch,
+    build_optimizer,
+    train,
+)
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "distributed"))
+from gloo import join, run_ranks
+
+HYPER = Hyperparameters(
+    learning_rate=0.003,
+    weight_decay=0.01,
+    batch_size=16,
+    passes=1,
+    max_steps=4,
+    augment=True,
+    bf16=False,
+)
+
+
+class Unhurried:
+    activity = ""
+
+    def safe_point(self) -> None:
+        pass
+
+    def stop_requested(self) -> bool:
+        return False
+
+    def elapsed(self) -> float:
+        return 0.0
+
+    def remaining(self) -> float:
+        return 1e9
+
+
+def training_plan(share: BatchShare) -> TrainingPlan:
+    pool = learnable_windows(64, seed=4)
+    # No numeric values: the value loss is normalised per rank by its own count of values,
+    # which is the one place where two shares differ from the whole batch.
+    pool.available[:] = 0
+    setup = loss_setup(pool, initial_schema())
+    return TrainingPlan(pool, setup, HYPER, 5, 0, 0, 1e9, share)
+
+
+def initial_policy() -> Policy:
+    torch.manual_seed(0)
+    return Policy()
+
+
+def weights_after_training(
+    share: BatchShare, wrap: Callable[[Policy], Policy] = lambda model: model
+) -> dict[str, torch.Tensor]:
+    model = initial_policy()
+    optimizer = build_optimizer(model, HYPER)
+    train(wrap(model), optimizer, training_plan(share), Unhurried(), lambda progress: None)
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+def _rank(rank: int, ranks: int, port: int, out: Path) -> None:
+    from torch.nn.parallel import DistributedDataParallel
+
+    from rovertrain.job.ranks import RankShare
+
+    torch.set_num_threads(1)
+    join(rank, ranks, port, timeout=60)
+    share = RankShare(rank, ranks, torch.device("cpu"))
+    weights = weights_after_training(share, DistributedDataParallel)  # type: ignore[arg-type]
+    if rank == 0:
+        torch.save(weights, out / "weights.pt")
+    (out / f"rank{rank}.json").write_text(str(share.examples))
+
+
+def test_two_ranks_train_what_one_process_trains(tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    alone = weights_after_training(WholeBatch())
+    examples = run_ranks(_rank, tmp_path)
+    assert examples == [32, 32]  # 4 steps of 16 examples, 8 on each rank
+    together = torch.load(tmp_path / "weights.pt", weights_only=True)
+    initial = initial_policy().state_dict()
+    assert any(not torch.equal(initial[name], value) for name, value in alone.items())
+    for name, value in alone.items():
+        np.testing.assert_allclose(together[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-5)
