@@ -212,7 +212,7 @@ def test_sigterm_to_the_launcher_stops_both_ranks_with_one_terminal_event(
     rest, _ = process.communicate(timeout=300)
     events = parse_events(b"".join(lines) + rest)
     complete = events[-1]
-    assert complete["kind"] == "complete" and process.returncode == 0
+    assert complete["kind"] == "complete" and process.returncode == 0, complete
     assert complete["trained"] and complete["promote"] is False
     assert "Stopped by SIGTERM" in complete["publication"]["reason"]
     (ranks,) = [e["ranks"] for e in events if e["kind"] == "ranks"]

@@ -1,0 +1,98 @@
+"""`config.device`: the CPU by default; CUDA only where torch sees a GPU (tests skip without)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from rovertrain.distributed.world import ONE_PROCESS, World
+from rovertrain.errors import ErrorCode, InvalidJob
+from rovertrain.job.config import load_job_text
+from rovertrain.job.ranks import resolve_device
+
+NO_GPU = not torch.cuda.is_available()
+
+
+def config_of(**config: object) -> object:
+    return load_job_text(json.dumps({"root": "/r", "config": config})).config
+
+
+def test_the_device_is_the_cpu_unless_the_job_says_otherwise() -> None:
+    config = config_of()
+    assert config.device == "cpu" and config.rankTimeoutSeconds == 300  # type: ignore[attr-defined]
+    assert resolve_device("cpu", ONE_PROCESS) == torch.device("cpu")
+
+
+def test_an_unknown_device_names_the_field() -> None:
+    with pytest.raises(InvalidJob) as caught:
+        config_of(device="tpu")
+    assert caught.value.pointer == "/config/device" and "tpu" in caught.value.message
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
+def test_without_a_gpu_auto_is_the_cpu_and_cuda_is_refused() -> None:
+    assert resolve_device("auto", World(rank=1, size=2, local_rank=1)) == torch.device("cpu")
+    with pytest.raises(InvalidJob) as caught:
+        resolve_device("cuda", ONE_PROCESS)
+    assert caught.value.code is ErrorCode.INVALID_JOB and caught.value.pointer == "/config/device"
+
+
+@pytest.mark.skipif(NO_GPU, reason="needs a CUDA device")
+def test_each_local_rank_gets_its_own_gpu() -> None:
+    count = torch.cuda.device_count()
+    for local in range(2 * count):
+        device = resolve_device("cuda", World(rank=local, size=2 * count, local_rank=local))
+        assert device == torch.device("cuda", local % count)
+    assert resolve_device("auto", ONE_PROCESS).type == "cuda"
+
+
+@pytest.mark.skipif(NO_GPU, reason="needs a CUDA device")
+def test_training_on_cuda_takes_the_same_steps_and_returns_a_cpu_policy() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "learn"))
+    from windows_fixture import learnable_windows
+
+    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.job.ranks import one_process
+    from rovertrain.learn.evaluate import Scoring, evaluate
+    from rovertrain.learn.losses import loss_setup
+    from rovertrain.learn.metrics import natural_frequencies
+    from rovertrain.learn.policy import Policy
+    from rovertrain.learn.train import Hyperparameters, TrainingPlan, build_optimizer, train
+
+    config = config_of(device="cuda")
+    ranks = one_process(config)  # type: ignore[arg-type]
+    assert ranks.device.type == "cuda"
+    pool = learnable_windows(64)
+    hyper = Hyperparameters(0.003, 0.0, 16, 2, 1000, True, True)
+    model = Policy()
+    optimizer = build_optimizer(model, hyper)
+    setup = ranks.place(model, optimizer, loss_setup(pool, initial_schema()))
+    assert next(model.parameters()).is_cuda and setup.slot_mask.is_cuda
+
+    class Control:
+        activity = ""
+
+        def safe_point(self) -> None: ...
+        def stop_requested(self) -> bool:
+            return False
+
+        def elapsed(self) -> float:
+            return 0.0
+
+        def remaining(self) -> float:
+            return 1e9
+
+    plan = TrainingPlan(pool, setup, hyper, 0, 0, 0, 1e9, ranks.share())
+    result = train(model, optimizer, plan, Control(), lambda progress: None)
+    assert result.steps == 8 and all(torch.isfinite(torch.tensor(result.losses)))
+    schema = initial_schema()
+    scoring = Scoring(schema, 0.5, natural_frequencies(64, pool.fires.sum(axis=0)), 16)
+    on_gpu = evaluate(model, pool, scoring)
+    ranks.to_cpu(model, optimizer)
+    assert not next(model.parameters()).is_cuda
+    assert evaluate(model, pool, scoring).windows == on_gpu.windows
