@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -18,9 +19,14 @@ from rovertrain.protocol.events import EventStream
 def _collectives(rank: int, ranks: int, port: int, out: Path) -> None:
     group = join(rank, ranks, port, timeout=60)
     control = JobControl(EventStream(None), max_seconds=100, grace=5, max_paused=100)
+    agreed = AgreedControl(control, group)
+    if rank == 1:  # SIGTSTP on rank 1, SIGCONT half a second later
+        control.pause_requested = True
+        threading.Timer(0.5, lambda: setattr(control, "pause_requested", False)).start()
+    agreed.safe_point()
+    paused = control.paused_total
     if rank == 1:
         control.request_stop("Stopped by SIGTERM")
-    agreed = AgreedControl(control, group)
     agreed.safe_point()
     write(
         out,
@@ -31,19 +37,21 @@ def _collectives(rank: int, ranks: int, port: int, out: Path) -> None:
             "gathered": group.gather({"rank": rank}),
             "leader": group.from_leader(f"from rank {rank}"),
             "stop": control.stop_reason,
+            "pausedSeconds": paused,
             "elapsedAgreed": agreed.elapsed() >= control.elapsed() - 1e-6 or rank == 0,
         },
     )
     dist.destroy_process_group()
 
 
-def test_collectives_and_a_stop_on_one_rank_reaching_the_other(tmp_path: Path) -> None:
+def test_collectives_and_a_pause_and_a_stop_on_one_rank_reaching_the_other(tmp_path: Path) -> None:
     zero, one = run_ranks(_collectives, tmp_path)
     for result in (zero, one):
         assert result["max"] == [1.0, 0.0]
         assert result["sum"] == [2.0, 1.0]
         assert result["gathered"] == [{"rank": 0}, {"rank": 1}]
         assert result["leader"] == "from rank 0"
+        assert result["pausedSeconds"] > 0  # both ranks waited while rank 1 was paused
     assert zero["stop"] == STOPPED_ELSEWHERE
     assert one["stop"] == "Stopped by SIGTERM"
 
