@@ -41,11 +41,13 @@ def test_without_a_gpu_auto_is_the_cpu_and_cuda_is_refused() -> None:
 
 
 @pytest.mark.skipif(NO_GPU, reason="needs a CUDA device")
-def test_each_local_rank_gets_its_own_gpu() -> None:
+def test_each_local_rank_gets_a_gpu_of_its_own() -> None:
     count = torch.cuda.device_count()
-    for local in range(2 * count):
-        device = resolve_device("cuda", World(rank=local, size=2 * count, local_rank=local))
-        assert device == torch.device("cuda", local % count)
+    for local in range(count):
+        device = resolve_device("cuda", World(rank=local, size=count + 1, local_rank=local))
+        assert device == torch.device("cuda", local)
+    with pytest.raises(InvalidJob):  # NCCL cannot put two ranks on one GPU
+        resolve_device("cuda", World(rank=count, size=count + 1, local_rank=count))
     assert resolve_device("auto", ONE_PROCESS).type == "cuda"
 
 

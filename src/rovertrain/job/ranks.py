@@ -48,7 +48,14 @@ def resolve_device(setting: str, world: World) -> torch.device:
         return torch.device("cpu")
     if not available:
         raise InvalidJob("/config/device", "is cuda, but torch sees no CUDA device here")
-    return torch.device("cuda", world.local_rank % torch.cuda.device_count())
+    count = torch.cuda.device_count()
+    if world.local_rank >= count:
+        # NCCL needs a GPU of its own for every rank.
+        raise InvalidJob(
+            "/config/device",
+            f"is cuda, but local rank {world.local_rank} has no GPU of its own ({count} here)",
+        )
+    return torch.device("cuda", world.local_rank)
 
 
 @dataclass

@@ -36,6 +36,8 @@ from rovertrain.store.layout import Layout
 
 
 def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) -> int:
+    job_id = job.jobId or new_job_id()
+    stream.bind_job(job_id)
     root = job.root.resolve()
 
     # 1. Validate, budget the CPU, join the other ranks (if a launcher started several), lock
@@ -45,7 +47,7 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
     limit_cpu(job.config.threads)
     ranks = join_ranks(job.config)
     try:
-        job, job_id = ranks.agree_job(job, job.jobId or new_job_id())
+        job, job_id = ranks.agree_job(job, job_id)  # rank 0's
         stream.bind_job(job_id)
         from rovertrain.store.publish import remove_stale_staging
 
@@ -131,7 +133,14 @@ def run_steps(
     #    on its share of every batch, stop and budget agreed by all at each step.
     deadline = training_deadline(config.maxJobSeconds, len(validation))
     plan = TrainingPlan(
-        pool, placed_setup, hyper, job.seed, state.steps, state.examples, deadline, ranks.share()
+        pool,
+        placed_setup,
+        hyper,
+        job.seed,
+        state.steps,
+        state.examples,
+        deadline,
+        share=ranks.share(),
     )
     on_step = ev.periodic_evaluation(
         stream, config.evalEverySteps, model, validation, scoring, setup
