@@ -43,8 +43,10 @@ def resolve_device(setting: str, world: World) -> torch.device:
     """`config.device` to a torch device: one GPU per local rank on CUDA."""
     import torch
 
+    if setting == "cpu":
+        return torch.device("cpu")
     available = torch.cuda.is_available()
-    if setting == "cpu" or (setting == "auto" and not available):
+    if setting == "auto" and not available:
         return torch.device("cpu")
     if not available:
         raise InvalidJob("/config/device", "is cuda, but torch sees no CUDA device here")
