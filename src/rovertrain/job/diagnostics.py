@@ -30,6 +30,9 @@ class JobDiagnostics:
             poolBytes=dataset.pool.nbytes() + dataset.validation.nbytes(),
         )
 
+    def optimizer(self, settings: dict[str, float]) -> None:
+        self.figures["optimizer"] = settings
+
     def seconds(self, name: str, seconds: float) -> None:
         self.figures[name] = round(seconds, 3)
 

@@ -26,6 +26,7 @@ from rovertrain.job.steps import (
     finish_trained,
     finish_untrained,
     hyperparameters,
+    optimizer_settings,
     progress_reporter,
     restore_policy,
 )
@@ -101,6 +102,7 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     control.enter(Phase.TRAIN)
     hyper = hyperparameters(config)
     model, optimizer = restore_policy(state, hyper)
+    diagnostics.optimizer(optimizer_settings(optimizer))
     setup = loss_setup(pool, dataset.schema)
     scoring = ev.scoring_for(job, dataset)
     audit_windows = ev.audit_windows(pool)
