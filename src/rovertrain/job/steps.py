@@ -65,6 +65,7 @@ def hyperparameters(config: Config) -> Hyperparameters:
         max_steps=config.maxStepsPerJob,
         augment=config.augment,
         bf16=uses_bf16(config.precision),
+        value_history_dropout=config.valueHistoryDropout,
     )
 
 
