@@ -21,6 +21,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = Policy().eval()
     with torch.no_grad():  # fires drive (slot 1) and never stop: it moves
         model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
+        model.values.bias[4] = 1.0  # drive speed (slot 1, value 0) about 0.76
     model_id = str(uuid.UUID(int=77))
     metadata = {
         "name": "drive-test",
@@ -42,7 +43,8 @@ def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_p
         (name, seed) for name in ("policy", "human", "copycat", "blind") for seed in (0, 1)
     ]
     policy = rollouts[0]
-    assert policy["commandCounts"] == {"drive": 40} and policy["commandsPerSecond"] == 10.0
+    # The operator's opening command, then one drive per 100 ms tick.
+    assert policy["commandCounts"] == {"drive": 41} and policy["commandsPerSecond"] == 10.25
     assert policy["distanceMetres"] > 0
     summary = result.last()
     assert summary["kind"] == "drove" and summary["world"] == "road"

@@ -99,6 +99,22 @@ def test_the_policy_is_ticked_every_100_ms_and_hears_its_own_commands() -> None:
     assert policy.observed == [(t, "drive", {"speed": 0.5, "turn": 0.0}) for t in policy.ticks]
     assert [c.t for c in trace.commands] == policy.ticks
     assert min(policy.frames) > 10  # the camera, not a blank picture
+
+
+def test_the_operator_hands_over_with_one_opening_command() -> None:
+    policy = ScriptedPolicy()
+    scenario = rollout_scenario("road", 0)
+    opening = WORLDS["road"].opening()
+    trace = run_controller(scenario.world, PolicyDriver(policy, opening=opening), 0.3)
+    assert policy.observed[0] == (0.0, "drive", opening.values)
+    assert trace.commands[0] == opening and len(trace.commands) == 4  # opening + 3 ticks
+    # closed_loop_report hands over by default; without it the rover waits for the policy.
+    report = closed_loop_report(lambda: policy, "road", (0,), 0.3, controllers=("policy",))
+    assert report.rollouts[0].command_counts == {"drive": 4}
+    bare = closed_loop_report(
+        lambda: policy, "road", (0,), 0.3, controllers=("policy",), hand_over=False
+    )
+    assert bare.rollouts[0].command_counts == {"drive": 3}
     blind = ScriptedPolicy()
     run_controller(rollout_scenario("road", 0).world, PolicyDriver(blind, blind=True), 1.0)
     assert blind.frames == [0.0] * 10  # one grey level

@@ -214,13 +214,19 @@ def commands_from_decision(
 
 
 class PolicyDriver:
-    """A policy driving: one tick per `tick_ms` with the camera frame (grey when blind)."""
+    """A policy driving: one tick per `tick_ms` with the camera frame (grey when blind).
 
-    def __init__(self, policy: TickPolicy, blind: bool = False):
+    `opening`: the hand-over. A recording starts with the person sending the first command;
+    a policy has never seen a drive without one (every state then says "never sent"). So the
+    operator sends this command at t=0 (the rover executes it, the policy observes it) and
+    the policy drives alone from there."""
+
+    def __init__(self, policy: TickPolicy, blind: bool = False, opening: SentCommand | None = None):
         self.policy, self.blind = policy, blind
         self.name = "blind" if blind else "policy"
         self.next_tick = 0.0
         self.grey: np.ndarray | None = None
+        self.opening = opening
         policy.reset()
 
     def act(self, world: World, camera: Camera) -> list[SentCommand]:
@@ -228,6 +234,10 @@ class PolicyDriver:
         if t < self.next_tick:
             return []
         self.next_tick = t + self.policy.tick_ms
+        handed: list[SentCommand] = []
+        if self.opening is not None:
+            handed, self.opening = [self.opening], None
+            self.policy.observe_command(handed[0].t, handed[0].type, handed[0].values)
         if self.blind:
             frame = self.grey = (
                 self.grey if self.grey is not None else np.full((HEIGHT, WIDTH, 3), GREY, np.uint8)
@@ -238,4 +248,4 @@ class PolicyDriver:
         sent = commands_from_decision(t, self.policy.schema, decision.fire, decision.values)
         for command in sent:
             self.policy.observe_command(command.t, command.type, command.values)
-        return sent
+        return handed + sent

@@ -295,14 +295,18 @@ class ClosedLoopReport:
 
 
 def make_controller(
-    name: str, world_name: str, policy_factory: Callable[[], TickPolicy] | None
+    name: str,
+    world_name: str,
+    policy_factory: Callable[[], TickPolicy] | None,
+    hand_over: bool = True,
 ) -> Controller:
     from rovertrain.sim.worlds import WORLDS
 
     if name in ("policy", "blind"):
         if policy_factory is None:
             raise ValueError(f"controller {name!r} needs a policy")
-        return PolicyDriver(policy_factory(), blind=name == "blind")
+        opening = WORLDS[world_name].opening() if hand_over else None
+        return PolicyDriver(policy_factory(), blind=name == "blind", opening=opening)
     if name == "copycat":
         return Copycat(WORLDS[world_name].opening())
     raise ValueError(f"unknown controller {name!r}")
@@ -315,13 +319,15 @@ def rollout(
     seconds: float,
     policy_factory: Callable[[], TickPolicy] | None = None,
     on_frame: FrameSink | None = None,
+    hand_over: bool = True,
 ) -> tuple[RolloutMetrics, Trace]:
-    """One controller on world seed `seed` (the human model is the scenario's own driver)."""
+    """One controller on world seed `seed` (the human model is the scenario's own driver).
+    `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
     scenario = rollout_scenario(world_name, seed)
     controller: Controller = (
         scenario.human
         if controller_name == "human"
-        else make_controller(controller_name, world_name, policy_factory)
+        else make_controller(controller_name, world_name, policy_factory, hand_over)
     )
     trace = run_controller(scenario.world, controller, seconds, on_frame=on_frame)
     return rollout_metrics(trace, seed), trace
@@ -336,6 +342,7 @@ def closed_loop_report(
     controllers: Sequence[str] | None = None,
     on_rollout: Callable[[RolloutMetrics, Trace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
+    hand_over: bool = True,
 ) -> ClosedLoopReport:
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
 
@@ -348,7 +355,7 @@ def closed_loop_report(
     for name in controllers:
         for seed in seeds:
             sink = video(seed) if video is not None and name == "policy" else None
-            metrics, trace = rollout(world, seed, name, seconds, policy_factory, sink)
+            metrics, trace = rollout(world, seed, name, seconds, policy_factory, sink, hand_over)
             rows.append(metrics)
             if on_rollout is not None:
                 on_rollout(metrics, trace)
