@@ -58,6 +58,18 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "current": ("current", "valid"),
     "prediction": ("sessionId", "t", "types"),
     "replayed": ("sessionId", "ticks", "types"),
+    "rollout": (
+        "world",
+        "controller",
+        "seed",
+        "seconds",
+        "inLaneFraction",
+        "meanAbsOffset",
+        "firstDepartureSeconds",
+        "obstacles",
+        "commandsPerSecond",
+    ),
+    "drove": ("world", "seeds", "seconds", "controllers", "margins"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
