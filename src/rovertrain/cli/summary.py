@@ -45,7 +45,7 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
             + (f", value MSE {change_mse:.3f}" if change_mse is not None else "")
             + (f" (repeating the last command: {held_mse:.3f})" if held_mse is not None else "")
         )
-    if "visionGain" in evaluation:
+    if evaluation.get("visionGain") is not None:
         lines.append(
             f"camera: F1 {evaluation['f1']:.2f} vs {evaluation['blind']['f1']:.2f} with grey "
             f"frames (vision gain {evaluation['visionGain']:+.2f})"
