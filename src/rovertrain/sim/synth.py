@@ -231,17 +231,10 @@ def default_job(root: Path, sessions: list[str], seed: int) -> dict[str, Any]:
         "sessions": sessions,
         "actionThreshold": 0.5,
         "seed": seed,
+        # The product's defaults (the learning claims are made for them), plus a held-out
+        # learning curve for the report.
         "config": {
             "threads": 2,
-            "maxJobSeconds": 600,
-            "maxSamples": 12000,
-            "minimumSamples": 256,
-            "batchSize": 64,
-            "passesPerJob": 20,
-            "maxStepsPerJob": 100000,
-            "checkpointEverySteps": 200,
-            "minimumDrivingMinutes": 2,
-            "newDrivingMinutesPerModel": 0.5,
             "evalEverySteps": 250,
         },
     }
