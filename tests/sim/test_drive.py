@@ -85,3 +85,10 @@ def test_drive_an_exported_folder_on_onnxruntime(cli, checkpoint: Path, tmp_path
     assert result.code == 0, result.stderr
     assert result.last()["model"]["engine"] == "onnxruntime"
     assert result.of("rollout")[0]["commandCounts"] == {"drive": 31}
+
+
+def test_the_cli_names_every_world() -> None:
+    from rovertrain.cli.main import WORLD_NAMES
+    from rovertrain.sim.worlds import WORLDS
+
+    assert set(WORLD_NAMES) == set(WORLDS)

@@ -218,3 +218,12 @@ def test_margins_are_policy_minus_baseline() -> None:
     assert gap.in_lane_fraction == pytest.approx(0.7)
     assert gap.stop_rate == pytest.approx(0.75)
     assert gap.distance_ratio == pytest.approx(0.8)
+
+
+def test_step_applies_commands_advances_and_returns_the_frame() -> None:
+    w = world()
+    frame = w.step([("drive", {"speed": 1.0, "turn": 0.0})], 100)
+    assert frame.shape == (4, 4, 3) and w.t_ms == 100
+    assert w.pose.s == pytest.approx(0.4)
+    w.step([("stop", None)], 50)
+    assert w.t_ms == 150 and w.pose.s == pytest.approx(0.4)
