@@ -27,6 +27,8 @@ def test_the_default_job_trains_a_policy_that_drives(
     assert trained.code == 0, trained.stderr
     complete = trained.last()
     assert complete["kind"] == "complete" and complete.get("published"), complete
+    evaluation = complete["evaluation"]
+    assert evaluation["status"] == "passed imitation gate", evaluation["gateReasons"]
     checkpoint = root / "training" / "checkpoints" / complete["published"]["id"]
     drove = cli("drive", str(checkpoint), "--world", world, *WORLD_SEEDS, "--seconds", "120")
     assert drove.code == 0, drove.stderr
