@@ -37,8 +37,9 @@ def test_the_default_job_trains_a_policy_that_drives(
     assert policy["inLaneFraction"] >= 0.9, summary
     assert policy["obstacles"]["stopRate"] is not None, summary
     assert policy["obstacles"]["stopRate"] >= 0.8, summary
-    # It moves like the human does (a parked rover stays in its lane) ...
+    # It keeps moving like the human does (a parked rover stays in its lane) ...
     assert summary["margins"]["human"]["distanceRatio"] >= 0.7, summary
+    assert policy["movingFraction"] >= 0.7 * summary["controllers"]["human"]["movingFraction"]
     # ... and far better than repeating the last command.
     assert summary["margins"]["copycat"]["inLaneFraction"] >= 0.3, summary
     assert summary["margins"]["copycat"]["stopRate"] >= 0.5, summary

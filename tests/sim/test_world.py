@@ -194,11 +194,13 @@ def test_obstacle_figures_count_only_obstacles_that_were_reached() -> None:
 
 def test_rollout_metrics_from_a_trace() -> None:
     trace = Trace("copycat", seconds=2.0, s=[0.0, 1.0, 2.0, 3.0], x=[0.0, 0.9, 1.1, 1.3])
+    trace.moving = [True, True, False, True]
     trace.commands = [SentCommand(0.0, "drive", {"speed": 0.6, "turn": 0.0})] * 4
     metrics = rollout_metrics(trace, seed=3)
     assert metrics.in_lane_fraction == 0.5 and metrics.first_departure_s == 0.03
     assert metrics.commands_per_second == 2.0 and metrics.command_counts == {"drive": 4}
     assert metrics.distance_m == 3.0 and metrics.stop_rate is None
+    assert metrics.moving_fraction == 0.75
     fields = metrics.event_fields()
     assert fields["obstacles"]["met"] == 0 and fields["seed"] == 3
 
@@ -222,7 +224,9 @@ def test_decisions_become_commands_stop_first() -> None:
 
 def test_margins_are_policy_minus_baseline() -> None:
     def summary(name: str, lane: float, stopped: int, distance: float) -> ControllerSummary:
-        return ControllerSummary(name, lane, 0.2, None, 0, distance, 4, stopped, 4 - stopped, 0, 2)
+        return ControllerSummary(
+            name, lane, 0.2, None, 0, distance, 0.8, 4, stopped, 4 - stopped, 0, 2
+        )
 
     gap = margin(summary("policy", 0.9, 3, 200.0), summary("copycat", 0.2, 0, 250.0))
     assert gap.in_lane_fraction == pytest.approx(0.7)

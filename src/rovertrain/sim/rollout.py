@@ -35,6 +35,7 @@ class Trace:
     seconds: float
     s: list[float] = field(default_factory=list)
     x: list[float] = field(default_factory=list)
+    moving: list[bool] = field(default_factory=list)
     commands: list[SentCommand] = field(default_factory=list)
     obstacles: list[Obstacle] = field(default_factory=list)
     bystanders_met: int = 0
@@ -79,6 +80,7 @@ def run_controller(
         world.move(STEP_MS)
         trace.s.append(world.pose.s)
         trace.x.append(world.pose.x)
+        trace.moving.append(world.moving)
         if after_move is not None:
             after_move(world)
         world.end_tick(STEP_MS)
@@ -98,6 +100,7 @@ class RolloutMetrics:
     mean_abs_offset: float
     first_departure_s: float | None
     distance_m: float
+    moving_fraction: float
     obstacles_met: int
     stopped_before_contact: int
     collided: int
@@ -120,6 +123,7 @@ class RolloutMetrics:
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "firstDepartureSeconds": self.first_departure_s,
             "distanceMetres": round(self.distance_m, 2),
+            "movingFraction": round(self.moving_fraction, 4),
             "obstacles": {
                 "met": self.obstacles_met,
                 "stoppedBeforeContact": self.stopped_before_contact,
@@ -175,6 +179,7 @@ def rollout_metrics(trace: Trace, seed: int) -> RolloutMetrics:
         mean_abs_offset=mean_offset,
         first_departure_s=departure,
         distance_m=trace.s[-1] if trace.s else 0.0,
+        moving_fraction=float(np.mean(trace.moving)) if trace.moving else 0.0,
         obstacles_met=met,
         stopped_before_contact=stopped,
         collided=collided,
@@ -196,6 +201,7 @@ class ControllerSummary:
     first_departure_s: float | None  # the earliest over the seeds
     departed_seeds: int
     distance_m: float
+    moving_fraction: float
     obstacles_met: int
     stopped_before_contact: int
     collided: int
@@ -213,6 +219,7 @@ class ControllerSummary:
             "firstDepartureSeconds": self.first_departure_s,
             "departedSeeds": self.departed_seeds,
             "distanceMetres": round(self.distance_m, 2),
+            "movingFraction": round(self.moving_fraction, 4),
             "obstacles": {
                 "met": self.obstacles_met,
                 "stoppedBeforeContact": self.stopped_before_contact,
@@ -233,6 +240,7 @@ def summarise(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
         first_departure_s=min(departures) if departures else None,
         departed_seeds=len(departures),
         distance_m=float(np.mean([r.distance_m for r in rows])),
+        moving_fraction=float(np.mean([r.moving_fraction for r in rows])),
         obstacles_met=sum(r.obstacles_met for r in rows),
         stopped_before_contact=sum(r.stopped_before_contact for r in rows),
         collided=sum(r.collided for r in rows),
