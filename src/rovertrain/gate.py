@@ -34,10 +34,19 @@ class HeldOutSupport:
 
 
 def gate_reasons(
-    measured: EventMetrics, gate: Gate, expected_windows: int, support: HeldOutSupport
+    measured: EventMetrics,
+    gate: Gate,
+    expected_windows: int,
+    support: HeldOutSupport,
+    vision_gain: float | None,
 ) -> list[str]:
-    """The imitation gate's 13 conditions; an empty list means the gate passed."""
+    """The imitation gate's 15 conditions; an empty list means the gate passed.
+
+    `vision_gain`: F1 with the camera minus F1 of the same weights on a constant grey frame
+    (None: the blind evaluation was interrupted).
+    """
     g = gate
+    value_ratio = measured.value_error_vs_hold_last()
     conditions: Sequence[tuple[bool, str]] = (
         (
             support.unsupported_command_events == 0,
@@ -72,6 +81,17 @@ def gate_reasons(
         (
             measured.numeric_mse <= g.maxNumericMse,
             f"Command parameter error above {g.maxNumericMse:g}",
+        ),
+        (
+            vision_gain is not None and vision_gain >= g.minVisionGain,
+            "Blind evaluation interrupted"
+            if vision_gain is None
+            else f"The camera adds {vision_gain:.3f} F1 over grey frames, below {g.minVisionGain:g}",
+        ),
+        (
+            value_ratio is None or value_ratio <= g.maxValueErrorVsHoldLast,
+            f"Command value error is {value_ratio or 0:.2f}x that of repeating the last command, "
+            f"above {g.maxValueErrorVsHoldLast:g}x",
         ),
     )
     return [reason for passed, reason in conditions if not passed]
@@ -176,5 +196,6 @@ def not_enough_data(samples: int, any_command: bool, stopped: bool, minimum: int
 
 def training_deadline(max_seconds: float, held_out_windows: int) -> float:
     """When training must stop so evaluation and publication still fit in the budget."""
-    reserve = min(max_seconds * 0.25, 3.0 + held_out_windows * 0.002)
+    # Evaluation runs the held-out windows twice (with the camera, and blind).
+    reserve = min(max_seconds * 0.25, 3.0 + held_out_windows * 0.004)
     return max_seconds - reserve

@@ -1,5 +1,6 @@
 """Two gloo ranks under DDP, each on its share of every batch, train the same weights as one
-process on whole batches (the batch size is global; augmentation draws stay in step)."""
+process on whole batches (the batch size is global; augmentation and value-history dropout
+draws stay in step)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ HYPER = Hyperparameters(
     max_steps=4,
     augment=True,
     bf16=False,
+    value_history_dropout=0.3,
 )
 
 

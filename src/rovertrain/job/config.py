@@ -38,7 +38,9 @@ CONFIG_FIELDS: dict[str, Number] = {
     "maxSamples": Number(12000, 1, 2_000_000, integer=True, doc="windows kept over sessions"),
     "minimumSamples": Number(256, 1, 2_000_000, integer=True, doc="training windows needed"),
     "batchSize": Number(64, 1, 4096, integer=True, doc="examples per step"),
-    "passesPerJob": Number(4, 1, 10_000, integer=True, doc="passes over the pool per job"),
+    "passesPerJob": Number(
+        50, 1, 10_000, integer=True, doc="passes over the pool per job, at most (see patience)"
+    ),
     "maxStepsPerJob": Number(100_000, 1, 100_000_000, integer=True, doc="steps per job"),
     "checkpointEverySteps": Number(200, 0, 100_000_000, integer=True, doc="publish interval"),
     "minimumDrivingMinutes": Number(2.0, 0, 1_000_000, doc="distinct minutes to publish"),
@@ -75,6 +77,32 @@ CONFIG_FIELDS: dict[str, Number] = {
         doc="distributed jobs: longest wait for another rank at a collective before the job "
         "ends with rank_failed",
     ),
+    "valueHistoryDropout": Number(
+        0.0,
+        0,
+        1,
+        doc="train-only: the fraction of examples whose state vector hides the last command's "
+        "values, so values are predicted from the camera, not copied (docs/learning.md)",
+    ),
+    "selectionFraction": Number(
+        0.15,
+        0,
+        0.5,
+        doc="the time-ordered tail of each training session kept out of training to select "
+        "the weights to publish and to stop when they stop improving (0: train every pass, "
+        "publish the last weights)",
+    ),
+    "selectEverySteps": Number(
+        200, 1, 100_000_000, integer=True, doc="training steps between selection evaluations"
+    ),
+    "patience": Number(
+        5,
+        0,
+        1_000_000,
+        integer=True,
+        doc="selection evaluations without improvement before training stops as converged "
+        "(0: never)",
+    ),
 }
 CHOICES = {"precision": ("auto", "bf16", "fp32"), "device": ("cpu", "cuda", "auto")}
 
@@ -89,6 +117,12 @@ GATE_FIELDS: dict[str, Number] = {
     "minRecall": Number(0.5, 0, 1),
     "minStopRecall": Number(0.5, 0, 1),
     "maxNumericMse": Number(0.1, 0, 1_000_000),
+    "minVisionGain": Number(
+        0.05, -1, 1, doc="F1 with the camera minus F1 with constant grey frames, at least"
+    ),
+    "maxValueErrorVsHoldLast": Number(
+        0.9, 0, 1_000_000, doc="value MSE over the repeat-the-last-command baseline's, at most"
+    ),
 }
 
 TOP_LEVEL = {"root", "sessions", "actionThreshold", "config", "jobId", "seed", "gate"}
@@ -122,6 +156,10 @@ class Config:
     probeMaxSeconds: float
     device: str
     rankTimeoutSeconds: float
+    valueHistoryDropout: float
+    selectionFraction: float
+    selectEverySteps: int
+    patience: int
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -139,6 +177,8 @@ class Gate:
     minRecall: float
     minStopRecall: float
     maxNumericMse: float
+    minVisionGain: float
+    maxValueErrorVsHoldLast: float
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -247,8 +247,17 @@ class Ranks:
 
         return AgreedControl(control, self.group)
 
+    def leader_decides(self, predicate: Callable[[], bool]) -> Callable[[], bool]:
+        """Rank 0's answer on every rank (convergence: rank 0 alone measures the selection
+        set); asked once per step by the loop, so it is one small all-reduce per step."""
+        if self.group is None:
+            return predicate
+        group, leads = self.group, self.leads
+        return lambda: bool(group.all_max([float(leads and predicate())])[0])
+
     def lead_only(self, callback: Callable[[int], None]) -> Callable[[int], None]:
-        """Periodic evaluation: rank 0's (the others wait at their next step's agreement)."""
+        """Periodic and selection evaluations: rank 0's (the others wait at their next step's
+        agreement)."""
         return callback if self.leads else (lambda steps: None)
 
     def trained(self, stream: EventStream, dataset: Dataset, result: TrainResult) -> None:

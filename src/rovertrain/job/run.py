@@ -28,6 +28,7 @@ from rovertrain.job.steps import (
     finish_trained,
     finish_untrained,
     hyperparameters,
+    optimizer_settings,
     progress_reporter,
     restore_policy,
 )
@@ -90,6 +91,7 @@ def run_steps(
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.evaluate import evaluate
     from rovertrain.learn.losses import loss_setup
+    from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
     from rovertrain.store.resume import load_resume
 
@@ -121,6 +123,7 @@ def run_steps(
     control.enter(Phase.TRAIN)
     hyper = hyperparameters(config, ranks.device.type)
     model, optimizer = restore_policy(state, hyper)
+    diagnostics.optimizer(optimizer_settings(optimizer))
     setup = loss_setup(pool, dataset.schema)
     placed_setup = ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(job, dataset)
@@ -129,31 +132,27 @@ def run_steps(
     audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
     diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
 
-    # 6. Train until the passes end, maxStepsPerJob, the budget or a stop request; each rank
-    #    on its share of every batch, stop and budget agreed by all at each step.
+    # 6. Train until it converges, the passes end, maxStepsPerJob, the budget or a stop
+    #    request; keep the best weights by the selection signal. Each rank trains on its share
+    #    of every batch; stop, budget and convergence (rank 0's) are agreed at each step.
     deadline = training_deadline(config.maxJobSeconds, len(validation))
     plan = TrainingPlan(
-        pool,
-        placed_setup,
-        hyper,
-        job.seed,
-        state.steps,
-        state.examples,
-        deadline,
+        pool, placed_setup, hyper, job.seed, state.steps, state.examples, deadline,
         share=ranks.share(),
+    )  # fmt: skip
+    best = BestWeights(
+        model, dataset.selection, setup, config.batchSize, config.selectEverySteps, config.patience
     )
-    on_step = ev.periodic_evaluation(
+    periodic = ev.periodic_evaluation(
         stream, config.evalEverySteps, model, validation, scoring, setup
     )
+    on_step = ranks.lead_only(ev.each_step(best.on_step, periodic))
+    reporter = progress_reporter(stream, control)
     with ranks.guard():
         result = train(
-            ranks.wrapped(model),
-            optimizer,
-            plan,
-            ranks.agreed(control),
-            progress_reporter(stream, control),
-            ranks.lead_only(on_step),
-        )
+            ranks.wrapped(model), optimizer, plan, ranks.agreed(control), reporter, on_step,
+            ranks.leader_decides(best.converged),
+        )  # fmt: skip
         ranks.trained(stream, dataset, result)
     ranks.to_cpu(model, optimizer)
     if not ranks.leads:
@@ -164,6 +163,7 @@ def run_steps(
             stream, control, dataset, diagnostics, "No training steps completed"
         )
     steps, examples = state.steps + result.steps, state.examples + result.examples
+    diagnostics.selection(best.finish(steps).to_json())
 
     # 7. Evaluate on held-out sessions against the imitation gate; audits and probe.
     control.enter(Phase.EVALUATE)

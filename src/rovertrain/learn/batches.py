@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from rovertrain.data.command_schema import SLOTS, VALUES
 from rovertrain.data.dataset import WindowSet
+from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
 
 
 @dataclass
@@ -62,3 +64,26 @@ def augment(
     brightness, contrast = brightness[share].to(images.device), contrast[share].to(images.device)
     mean = floats.mean(dim=(1, 2, 3), keepdim=True)
     return ((floats - mean) * contrast + mean + brightness).clamp_(0.0, 1.0)
+
+
+def drop_value_history(
+    states: torch.Tensor,
+    probability: float,
+    generator: torch.Generator,
+    share: slice = slice(None),
+    drawn: int | None = None,
+) -> torch.Tensor:
+    """Train-only: for each example with `probability`, the `lastValue` features of every
+    slot read 0, so the values must come from the camera rather than from the last command
+    sent (a policy that copies its last command cannot steer when it drives itself). The
+    timing features stay: when the teleop page re-sends is not in the picture.
+
+    Like `augment`, draws for all `drawn` examples of a batch of which `states` is a `share`."""
+    if probability <= 0:
+        return states
+    count = states.shape[0]
+    dropped = torch.rand(count if drawn is None else drawn, generator=generator) < probability
+    dropped = dropped[share].to(states.device)
+    per_slot = states.view(count, SLOTS, STATE_FEATURES_PER_SLOT).clone()
+    per_slot[dropped, :, :VALUES] = 0.0
+    return per_slot.view(count, SLOTS * STATE_FEATURES_PER_SLOT)
