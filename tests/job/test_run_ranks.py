@@ -8,6 +8,7 @@ gloo ranks in the default suite.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -151,15 +152,23 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            found.update(map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split()))
+    return found
+
+
 def rank_pid(launcher: int, rank: int) -> int:
-    for pid in descendants(launcher):
+    """The rank the launcher started (its child), not one of that rank's own children (the
+    multiprocessing resource tracker inherits RANK too)."""
+    for pid in children(launcher):
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"RANK={rank}".encode() in environ and b"TORCHELASTIC_RUN_ID" in b" ".join(
-            name.split(b"=")[0] for name in environ
-        ):
+        if f"RANK={rank}".encode() in environ:
             return pid
     raise AssertionError(f"no rank {rank} under the launcher")
 
