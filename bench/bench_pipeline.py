@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from media import add_session, encode_video
 from rovertrain.data.command_schema import initial_schema
-from rovertrain.data.dataset import DatasetRequest, build_dataset
+from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream
 
@@ -32,7 +32,7 @@ def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
     request = DatasetRequest(root, sessions, initial_schema(), replace(job.config), 0, False)
     started = time.perf_counter()
-    build_dataset(request, EventStream(None), lambda: False)
+    build_dataset(request, EventStream(None), Unwatched())
     return time.perf_counter() - started
 
 
