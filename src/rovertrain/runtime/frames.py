@@ -55,6 +55,8 @@ def axis_plan(source: int, target: int) -> AxisPlan:
     else:
         starts = np.minimum((2 * index + 1) * source // (2 * target), source - 1)
         counts = np.ones(target, dtype=np.int64)
+    starts.setflags(write=False)  # cached and shared between calls and threads
+    counts.setflags(write=False)
     return AxisPlan(source, target, starts, counts)
 
 
@@ -88,7 +90,10 @@ def _resize_plan(height: int, width: int) -> _Resize:
     largest_area = int(rows.counts.max()) * int(columns.counts.max())
     area = (columns.counts[:, None] * rows.counts[None, :])[:, None, :]
     area = area.astype(_sum_dtype(largest_area * 255))
-    return _Resize(rows, columns, _sum_dtype(int(rows.counts.max()) * 255), area, area // 2)
+    half = area // 2
+    area.setflags(write=False)
+    half.setflags(write=False)
+    return _Resize(rows, columns, _sum_dtype(int(rows.counts.max()) * 255), area, half)
 
 
 class _Scratch(threading.local):
