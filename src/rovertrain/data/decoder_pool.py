@@ -1,6 +1,9 @@
 """Decoder children: one spawned process per session, a deadline each, at most N at once.
 
-A crash, a hang or an exception in FFmpeg costs one session, never the job.
+A crash, a hang or an exception in FFmpeg costs one session, never the job. The job's
+`threads` are shared out: one per child while sessions queue, all the free ones to a child
+that starts with no session behind it (the common scheduled job: one new drive, a cache for
+the rest), which the child hands to the codec's frame/slice threads.
 """
 
 from __future__ import annotations
@@ -24,12 +27,22 @@ from rovertrain.data.decode_protocol import (
 )
 
 
+def codec_threads(threads: int, busy: int, waiting: int) -> int:
+    """Threads for the next child: the job's free threads (`threads` minus those `busy` in
+    running children), shared evenly between this session and the `waiting` ones that could
+    start beside it. Never below one."""
+    free = threads - busy
+    starting = min(waiting + 1, max(1, free))
+    return max(1, free // starting)
+
+
 @dataclass
 class _Child:
     session_id: str
     process: BaseProcess
     conn: Connection
     started: float
+    threads: int
     paused_seconds: float = 0.0
     outcome: Outcome | None = None
     frames: int = 0
@@ -53,9 +66,9 @@ class DecoderPool:
                 if self.should_stop():
                     return
                 self._hold_while_paused()
-                while pending and len(self.active) < self.threads:
+                while pending and self._busy_threads() < self.threads:
                     request = pending.pop(0)
-                    share = max(1, self.threads // max(1, min(self.threads, len(pending) + 1)))
+                    share = codec_threads(self.threads, self._busy_threads(), len(pending))
                     self._start(
                         context, replace(request, limits=replace(request.limits, threads=share))
                     )
@@ -63,6 +76,9 @@ class DecoderPool:
                 self.on_tick({child.session_id: child.frames for child in self.active.values()})
         finally:
             self.stop_all()
+
+    def _busy_threads(self) -> int:
+        return sum(child.threads for child in self.active.values())
 
     def _start(self, context: SpawnContext, request: DecodeRequest) -> None:
         from rovertrain.data import decoder_child
@@ -77,7 +93,7 @@ class DecoderPool:
         process.start()
         child_conn.close()
         self.active[process.sentinel] = _Child(
-            request.session_id, process, parent_conn, time.monotonic()
+            request.session_id, process, parent_conn, time.monotonic(), request.limits.threads
         )
 
     def _collect(self) -> Iterator[tuple[str, Outcome]]:

@@ -5,70 +5,115 @@ display rotation (degrees clockwise-to-upright, as the container reports it; mul
 and resizes the full frame to OBS_HEIGHT×OBS_WIDTH (aspect not preserved) by area averaging
 over integer pixel blocks (nearest neighbour along an axis that must grow). Output: uint8
 OBS_HEIGHT×OBS_WIDTH×3, C-contiguous. Pure numpy.
+
+Definition: along an axis of `source` pixels shrunk to `target`, block k covers pixels
+[k·source // target, (k+1)·source // target); growing, output k takes pixel
+(2k+1)·source // (2·target). An output pixel is round-half-up of its block's mean:
+(sum + area // 2) // area, exact integer arithmetic.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 
 
+@dataclass(frozen=True)
+class AxisPlan:
+    """Which source pixels each output pixel of one axis sums.
+
+    Block edges repeat every `span` = source/gcd pixels (480 -> 72: 3 blocks per 20 rows), so
+    a block position inside the period is one vectorised reduction over all `repeats` periods.
+    """
+
+    source: int
+    target: int
+    starts: np.ndarray  # int64 [target]: first source pixel of each block
+    counts: np.ndarray  # int64 [target]: pixels in each block (1 when the axis grows)
+
+    @property
+    def repeats(self) -> int:
+        return math.gcd(self.source, self.target)
+
+    @property
+    def span(self) -> int:
+        return self.source // self.repeats
+
+
 @functools.lru_cache(maxsize=32)
-def _axis_plan(source: int, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, counts, longer): block starts and sizes along one axis (nearest-neighbour
-    blocks of one pixel when the axis must grow), and the blocks one pixel longer than the
-    shortest (block sizes differ by at most one)."""
+def axis_plan(source: int, target: int) -> AxisPlan:
+    index = np.arange(target, dtype=np.int64)
     if source >= target:
-        edges = np.floor(np.arange(target + 1) * source / target + 1e-9).astype(np.int64)
-        edges[-1] = source
-        starts, counts = edges[:-1].copy(), np.diff(edges)
+        starts = index * source // target
+        counts = (index + 1) * source // target - starts
     else:
-        starts = np.minimum(
-            ((np.arange(target) + 0.5) * source / target).astype(np.int64), source - 1
-        )
+        starts = np.minimum((2 * index + 1) * source // (2 * target), source - 1)
         counts = np.ones(target, dtype=np.int64)
-    return starts, counts, np.flatnonzero(counts > counts.min())
+    starts.setflags(write=False)  # cached and shared between calls and threads
+    counts.setflags(write=False)
+    return AxisPlan(source, target, starts, counts)
 
 
-def _row_block_sums(image: np.ndarray, target: int, dtype: type) -> np.ndarray:
-    """Sum of each block of rows of a 2-D array, as `dtype`.
-
-    Block edges repeat every source/gcd rows (480 -> 72: 3 blocks per 20 rows), so the rows are
-    viewed as (periods, period, width) and each block position is one reduction over all the
-    periods at once; sizes without a short period fall back to gathering (`_block_sums`)."""
-    source = image.shape[0]
-    common = math.gcd(source, target)
-    per_period = target // common
-    if source < target or per_period > 8:
-        return _block_sums(image, 0, target, dtype)
-    starts, counts, _ = _axis_plan(source, target)
-    periods = image.reshape(common, source // common, image.shape[1])
-    total: np.ndarray = np.empty((common, per_period, image.shape[1]), dtype=dtype)
-    for block in range(per_period):
-        start = int(starts[block])
-        rows = periods[:, start : start + int(counts[block])]
-        np.sum(rows, axis=1, dtype=dtype, out=total[:, block])
-    return total.reshape(target, image.shape[1])
+def _block_sums(rows: np.ndarray, plan: AxisPlan, out: np.ndarray) -> None:
+    """out[k] = sum of rows[starts[k] : starts[k] + counts[k]] (2-D, along axis 0)."""
+    periods = rows.reshape(plan.repeats, plan.span, rows.shape[1])
+    blocks = out.reshape(plan.repeats, plan.target // plan.repeats, out.shape[1])
+    for position in range(blocks.shape[1]):
+        start, count = int(plan.starts[position]), int(plan.counts[position])
+        np.sum(periods[:, start : start + count], axis=1, dtype=out.dtype, out=blocks[:, position])
 
 
-def _block_sums(image: np.ndarray, axis: int, target: int, dtype: type) -> np.ndarray:
-    """Sum of each block of pixels along `axis` (0: rows, 1: columns), as `dtype`."""
-    starts, counts, longer = _axis_plan(image.shape[axis], target)
-    shortest = int(counts.min())
-    total: np.ndarray = np.take(image, starts, axis=axis).astype(dtype)
-    for offset in range(1, shortest):
-        total += np.take(image, starts + offset, axis=axis)
-    if longer.size:
-        extra = np.take(image, starts[longer] + shortest, axis=axis)
-        if axis == 0:
-            total[longer] += extra
-        else:
-            total[:, longer] += extra
-    return total
+def _sum_dtype(largest: int) -> type:
+    return np.uint16 if largest <= 0xFFFF else np.uint32
+
+
+@dataclass(frozen=True)
+class _Resize:
+    """The precomputed pieces of one H×W -> OBS_HEIGHT×OBS_WIDTH resize."""
+
+    rows: AxisPlan
+    columns: AxisPlan
+    row_dtype: type
+    area: np.ndarray  # [OBS_WIDTH, 1, OBS_HEIGHT], the layout of the column sums
+    half: np.ndarray
+
+
+@functools.lru_cache(maxsize=32)
+def _resize_plan(height: int, width: int) -> _Resize:
+    rows, columns = axis_plan(height, OBS_HEIGHT), axis_plan(width, OBS_WIDTH)
+    largest_area = int(rows.counts.max()) * int(columns.counts.max())
+    area = (columns.counts[:, None] * rows.counts[None, :])[:, None, :]
+    area = area.astype(_sum_dtype(largest_area * 255))
+    half = area // 2
+    area.setflags(write=False)
+    half.setflags(write=False)
+    return _Resize(rows, columns, _sum_dtype(int(rows.counts.max()) * 255), area, half)
+
+
+class _Scratch(threading.local):
+    """Per-thread work arrays, kept between calls: allocating a few hundred KiB afresh on every
+    frame costs more in page faults than the arithmetic (measured: bench/bench_runtime.py)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[str, tuple[int, ...], str], np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        key = (name, shape, np.dtype(dtype).str)
+        array = self.arrays.get(key)
+        if array is None:
+            if len(self.arrays) > 16:
+                self.arrays.clear()
+            array = self.arrays[key] = np.empty(shape, dtype=dtype)
+        return array
+
+
+_scratch = _Scratch()
 
 
 def check_frame(frame: np.ndarray) -> None:
@@ -91,13 +136,21 @@ def prepare_frame(frame: np.ndarray, rotation: int = 0) -> np.ndarray:
     height, width = image.shape[:2]
     if (height, width) == (OBS_HEIGHT, OBS_WIDTH):
         return np.array(image, dtype=np.uint8, order="C")  # already the model's size
-    row_counts = _axis_plan(height, OBS_HEIGHT)[1]
-    col_counts = _axis_plan(width, OBS_WIDTH)[1]
-    # Rows first on the (H, W*3) view; uint16 holds a block of rows unless it is very tall.
-    rows_dtype = np.uint16 if int(row_counts.max()) * 255 <= 0xFFFF else np.uint32
-    flat = np.ascontiguousarray(image).reshape(height, width * OBS_CHANNELS)
-    rows = _row_block_sums(flat, OBS_HEIGHT, rows_dtype).reshape(OBS_HEIGHT, width, OBS_CHANNELS)
-    summed = _block_sums(rows, 1, OBS_WIDTH, np.uint32)
-    area = (row_counts[:, None] * col_counts[None, :]).astype(np.uint32)[:, :, None]
-    result: np.ndarray = ((summed + area // 2) // area).astype(np.uint8)
+    plan = _resize_plan(height, width)
+    values = width * OBS_CHANNELS
+    # Rows first, on the (H, W·3) view: the one pass over the whole frame.
+    summed_rows = _scratch.get("rows", (OBS_HEIGHT, values), plan.row_dtype)
+    # reshape views a frame with padded lines as it is; a rotated frame is copied.
+    _block_sums(image.reshape(height, values), plan.rows, summed_rows)
+    # Columns: transpose the small row sums to (W, 3·OBS_HEIGHT) so that the column blocks
+    # are contiguous rows too.
+    columns_first = _scratch.get("columns", (width, OBS_CHANNELS, OBS_HEIGHT), plan.row_dtype)
+    np.copyto(
+        columns_first, summed_rows.reshape(OBS_HEIGHT, width, OBS_CHANNELS).transpose(1, 2, 0)
+    )
+    summed = _scratch.get("summed", (OBS_WIDTH, OBS_CHANNELS, OBS_HEIGHT), plan.area.dtype.type)
+    _block_sums(columns_first.reshape(width, -1), plan.columns, summed.reshape(OBS_WIDTH, -1))
+    summed += plan.half
+    summed //= plan.area
+    result: np.ndarray = np.ascontiguousarray(summed.transpose(2, 0, 1), dtype=np.uint8)
     return result
