@@ -86,7 +86,11 @@ class GateEvaluation:
     def camera_json(self) -> dict[str, Any]:
         if self.blind is None:
             return {}
-        return {"blind": self.blind.to_json(), "visionGain": self.blind.vision_gain}
+        return {
+            "blind": self.blind.to_json(),
+            "visionGain": self.blind.vision_gain,
+            "changeVisionGain": self.blind.change_gain,
+        }
 
 
 def gate_evaluation(
@@ -100,7 +104,7 @@ def gate_evaluation(
         return GateEvaluation(status, len(validation), support, threshold)
     measured = evaluate(model, validation, scoring, should_stop)
     blind = blind_score(model, validation, scoring, measured, should_stop)
-    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.vision_gain)
+    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.change_gain)
     return GateEvaluation(
         gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons), blind
     )

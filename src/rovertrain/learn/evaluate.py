@@ -118,8 +118,8 @@ class BlindScore:
 
     metrics: EventMetrics
     f1_with_camera: float
-
     windows_with_camera: int
+    change_recall_with_camera: float | None  # None: no command changed what the rover does
 
     @property
     def complete(self) -> bool:
@@ -129,6 +129,16 @@ class BlindScore:
     def vision_gain(self) -> float | None:
         """None when the blind pass was stopped before it saw the same windows."""
         return self.f1_with_camera - self.metrics.f1 if self.complete else None
+
+    @property
+    def change_gain(self) -> float | None:
+        """Recall of the commands that change what the rover does, with the camera minus
+        blind: where the camera must matter (re-sends follow the teleop page's timer, which
+        the state vector shows). None when incomplete or when no command changed anything."""
+        seeing, blind = self.change_recall_with_camera, self.metrics.hold_last
+        if not self.complete or seeing is None or blind is None:
+            return None
+        return seeing - blind.changes.recall
 
     def to_json(self) -> dict[str, float | int]:
         m = self.metrics
@@ -153,7 +163,9 @@ def blind_score(
     blind = evaluate(
         model, windows.subset(slice(0, with_camera.windows)), scoring, should_stop, True
     )
-    return BlindScore(blind, with_camera.f1, with_camera.windows)
+    changes = with_camera.hold_last.changes if with_camera.hold_last else None
+    seeing = changes.recall if changes is not None and changes.events else None
+    return BlindScore(blind, with_camera.f1, with_camera.windows, seeing)
 
 
 @dataclass(frozen=True)
@@ -180,6 +192,7 @@ class HeldOutCurve:
             "changeNumericMse": changes.numeric_mse if changes else None,
             "valueErrorVsHoldLast": m.value_error_vs_hold_last(),
             "visionGain": self.blind.vision_gain,
+            "changeVisionGain": self.blind.change_gain,
             "blind": self.blind.to_json(),
         }
 
