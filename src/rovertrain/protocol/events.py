@@ -58,6 +58,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "current": ("current", "valid"),
     "prediction": ("sessionId", "t", "types"),
     "replayed": ("sessionId", "ticks", "types"),
+    "imported": ("source", "sessionId", "frames", "commands", "dropped", "path", "dryRun"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }
