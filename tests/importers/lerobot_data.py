@@ -102,7 +102,9 @@ def write_dataset(
         }
     )
     pq.write_table(table, root / "data" / "chunk-000" / "file-000.parquet")
-    pq.write_table(pa.table(episodes), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
+    pq.write_table(
+        pa.table(episodes), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
+    )
     info = {
         "codebase_version": "v3.0",
         "robot_type": robot_type,

@@ -40,7 +40,9 @@ class ActionMap:
     motion: tuple[str, ...]
 
     def apply(self, action: Sequence[float]) -> dict[str, float]:
-        return {name: float(action[source.index]) * source.scale for name, source in self.values.items()}
+        return {
+            name: float(action[source.index]) * source.scale for name, source in self.values.items()
+        }
 
 
 def _usage(pointer: str, message: str) -> RovertrainError:

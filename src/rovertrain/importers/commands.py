@@ -7,6 +7,7 @@ keepalive while the rover moves, `stop` when it comes to rest. Pure functions, n
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -92,7 +93,7 @@ def extract_commands(samples: Iterable[ControlSample], rules: CommandRules) -> l
 
 def record_cadence_ms(times: Sequence[float]) -> float | None:
     """The median interval between consecutive samples (the source's loop period), or None."""
-    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     positive = [gap for gap in gaps if gap > 0]
     return statistics.median(positive) if positive else None
 

@@ -241,7 +241,9 @@ def import_tubs(tubs: list[Path], options: DonkeyOptions, run: ImportRun) -> Non
         if not plan.sessions:
             reason = "the tub holds no readable record"
             if plan.dropped.counts:
-                reason += " (" + ", ".join(f"{n} {r}" for r, n in plan.dropped.as_dict().items()) + ")"
+                reason += (
+                    " (" + ", ".join(f"{n} {r}" for r, n in plan.dropped.as_dict().items()) + ")"
+                )
             run.skipped(Rejected(str(tub), f"donkey-{_tub_name(tub)}", "invalid_recording", reason))
             continue
         for number, session in enumerate(plan.sessions):
@@ -252,9 +254,11 @@ def import_tubs(tubs: list[Path], options: DonkeyOptions, run: ImportRun) -> Non
 
 def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) -> None:
     if not plan.control_records:
-        reason = "no human-driven record (" + ", ".join(
-            f"{count} {why}" for why, count in plan.dropped.as_dict().items()
-        ) + ")"
+        reason = (
+            "no human-driven record ("
+            + ", ".join(f"{count} {why}" for why, count in plan.dropped.as_dict().items())
+            + ")"
+        )
         run.skipped(Rejected(plan.source, plan.session_id, "no_windows", reason))
         return
     start_ms = plan.control_records[0].timestamp_ms

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from rovertrain.data.recording import BadJson, parse_json
 
@@ -57,7 +57,7 @@ class TubRecord:
     mode: str | None
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return (
         not isinstance(value, bool)
         and isinstance(value, int | float)

@@ -109,7 +109,11 @@ def read_info(dataset: Path, camera: str | None) -> Info:
     fps = info.get("fps")
     if not isinstance(features, dict) or not isinstance(fps, int | float) or fps <= 0:
         raise SkipSession("invalid_recording", "meta/info.json lacks features or fps")
-    videos = [key for key, spec in features.items() if isinstance(spec, dict) and spec.get("dtype") == "video"]
+    videos = [
+        key
+        for key, spec in features.items()
+        if isinstance(spec, dict) and spec.get("dtype") == "video"
+    ]
     if camera is None:
         if not videos:
             raise SkipSession("no_video", "the data set has no video feature")
@@ -157,7 +161,9 @@ def read_episodes(dataset: Path, info: Info) -> list[Episode]:
         try:
             table = parquet.read_table(path, columns=None)
         except (OSError, ValueError) as error:
-            raise SkipSession("invalid_recording", f"{path.relative_to(dataset)}: {error}") from None
+            raise SkipSession(
+                "invalid_recording", f"{path.relative_to(dataset)}: {error}"
+            ) from None
         wanted = [name for name in table.column_names if not name.startswith("stats/")]
         for row in table.select(wanted).to_pylist():
             try:
@@ -203,7 +209,9 @@ class FrameRows:
         path = self.dataset / relative
         try:
             if os.path.getsize(path) > MAX_PARQUET_BYTES:
-                raise SkipSession("too_large", f"{relative} is larger than {MAX_PARQUET_BYTES} bytes")
+                raise SkipSession(
+                    "too_large", f"{relative} is larger than {MAX_PARQUET_BYTES} bytes"
+                )
             table = parquet.read_table(path, columns=["episode_index", "timestamp", "action"])
         except OSError as error:
             raise SkipSession("invalid_recording", f"cannot read {relative}: {error}") from None
@@ -233,7 +241,9 @@ def load_action_map(path: str | None, info: Info) -> ActionMap:
 def episode_identity(info: Info, episode: Episode, rows: list[tuple[float, list[float]]]) -> str:
     """A digest of what the episode *is* (its frames' times and actions, its video span)."""
     digest = hashlib.sha256()
-    digest.update(repr((info.fps, info.camera, episode.length, episode.from_s, episode.to_s)).encode())
+    digest.update(
+        repr((info.fps, info.camera, episode.length, episode.from_s, episode.to_s)).encode()
+    )
     for stamp, action in rows:
         digest.update(repr((round(stamp, 6), [round(value, 6) for value in action])).encode())
     return digest.hexdigest()

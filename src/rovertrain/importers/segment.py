@@ -45,7 +45,9 @@ def span_to_copy(packets: list[tuple[int, int, bool]], end: float) -> tuple[int,
     return (first, last + 1) if last >= first else (len(packets), len(packets))
 
 
-def cut_segment(source: Path, target: Path, start_s: float, end_s: float, max_bytes: int) -> Segment:
+def cut_segment(
+    source: Path, target: Path, start_s: float, end_s: float, max_bytes: int
+) -> Segment:
     """Copy the packets of [start_s, end_s) of `source`'s first video stream into `target`
     (Matroska). SkipSession when the file is not an allowed container or has no such span."""
     import av
@@ -56,7 +58,9 @@ def cut_segment(source: Path, target: Path, start_s: float, end_s: float, max_by
     if container_name is None:
         raise SkipSession("invalid_recording", f"{source.name}: {describe_head(head)}")
     try:
-        inp: Any = av.open(str(source), format=container_name, options={"protocol_whitelist": "file"})
+        inp: Any = av.open(
+            str(source), format=container_name, options={"protocol_whitelist": "file"}
+        )
     except (av.error.FFmpegError, OSError, ValueError) as error:
         raise SkipSession("decode_error", f"FFmpeg cannot open {source.name}: {error}") from None
     with inp:
@@ -86,7 +90,9 @@ def cut_segment(source: Path, target: Path, start_s: float, end_s: float, max_by
             raise SkipSession(
                 "no_windows", f"{source.name} shows no frame in [{start_s:.3f}, {end_s:.3f}) s"
             )
-        shift = min(min(p.pts for p in kept), min(p.dts if p.dts is not None else p.pts for p in kept))
+        shift = min(
+            min(p.pts for p in kept), min(p.dts if p.dts is not None else p.pts for p in kept)
+        )
         leading = sum(1 for packet in kept if packet.pts < start - 1e-9)
         with av.open(str(target), mode="w", format="matroska") as out:
             copy: Any = out.add_stream_from_template(video)

@@ -122,7 +122,10 @@ class Vp8Writer:
             return False
         if self.stream is None:
             stream = self.container.add_stream("libvpx", rate=30)
-            stream.width, stream.height = frame.width - frame.width % 2, frame.height - frame.height % 2
+            stream.width, stream.height = (
+                frame.width - frame.width % 2,
+                frame.height - frame.height % 2,
+            )
             stream.pix_fmt = "yuv420p"
             stream.time_base = MILLISECONDS
             stream.codec_context.time_base = MILLISECONDS
@@ -166,5 +169,3 @@ class Vp8Writer:
         else:
             with contextlib.suppress(Exception):
                 self.container.close()
-
-
