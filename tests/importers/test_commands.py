@@ -18,7 +18,9 @@ def samples(rows: list[tuple[float, float, float]]) -> list[ControlSample]:
     return [ControlSample(t, {"angle": angle, "throttle": throttle}) for t, angle, throttle in rows]
 
 
-def kinds(rows: list[tuple[float, float, float]], rules: CommandRules = RULES) -> list[tuple[float, str]]:
+def kinds(
+    rows: list[tuple[float, float, float]], rules: CommandRules = RULES
+) -> list[tuple[float, str]]:
     return [(command.t, command.type) for command in extract_commands(samples(rows), rules)]
 
 

@@ -23,10 +23,8 @@ def manifest(catalog: object, manifest_meta: object = None) -> bytes:
 
 
 def test_manifest_lines_are_read() -> None:
-    parsed = parse_manifest(
-        manifest({"paths": ["catalog_0.catalog"], "current_index": 1500, "max_len": 1000,
-                  "deleted_indexes": [3, 8]})  # fmt: skip
-    )
+    catalog = {"paths": ["catalog_0.catalog"], "current_index": 1500, "max_len": 1000}
+    parsed = parse_manifest(manifest({**catalog, "deleted_indexes": [3, 8]}))
     assert parsed.catalog_paths == ["catalog_0.catalog"]
     assert parsed.deleted_indexes == {3, 8}
     assert parsed.created_at == 12.5

@@ -331,6 +331,7 @@ def import_episode(
         Imported(
             source, session_id, segment.frames, len(commands), dropped, str(target), False,
             not written,
-            video={"codec": segment.codec, "remuxed": True, "leadingFrames": segment.leading},
+            video={"codec": segment.codec, "remuxed": True, "leadingFrames": segment.leading,
+                   "trailingFrames": segment.trailing},
         )
     )  # fmt: skip

@@ -4,7 +4,8 @@ LeRobot v3 packs many episodes into one MP4; an episode is the span [from, to) s
 The packets are copied from the keyframe at or before `from` (a decoder must start at a
 keyframe) up to the last packet shown before `to`, into Matroska, their times moved so the
 first starts near 0. The few frames between that keyframe and `from` belong to the previous
-episode: they come before the recording's first command, and `offsetMs` (negative, within one
+episode: they come before the recording's first command. With B-frames, a frame or two
+after `to` (references of frames before it) come along too, after the last command. And `offsetMs` (negative, within one
 keyframe interval) puts every frame back at its time on the episode's clock.
 """
 
@@ -25,6 +26,8 @@ class Segment:
     """Frames shown within [from, to)."""
     leading: int
     """Frames before `from` kept because the segment must start at a keyframe."""
+    trailing: int
+    """Frames at or after `to` kept because a frame shown before `to` is decoded from them."""
     offset_ms: float
     codec: str
 
@@ -94,6 +97,7 @@ def cut_segment(
             min(p.pts for p in kept), min(p.dts if p.dts is not None else p.pts for p in kept)
         )
         leading = sum(1 for packet in kept if packet.pts < start - 1e-9)
+        trailing = sum(1 for packet in kept if packet.pts >= end)
         with av.open(str(target), mode="w", format="matroska") as out:
             copy: Any = out.add_stream_from_template(video)
             for packet in kept:
@@ -109,4 +113,4 @@ def cut_segment(
                 f"{source.name}: the keyframe before the episode is {-offset_ms / 1000:.0f} s "
                 "early, beyond the format's offsetMs limit (re-encode with shorter GOPs)",
             )
-        return Segment(len(shown), leading, offset_ms, video.codec_context.name)
+        return Segment(len(shown), leading, trailing, offset_ms, video.codec_context.name)
