@@ -124,24 +124,31 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _image_problem(images: Path, name: str) -> str | None:
-    """Why a record's image cannot be used before decoding it, or None."""
+def image_files(images: Path) -> dict[str, bool]:
+    """The names in `images/`, each True when it is a regular file (not a link, a folder, a
+    FIFO): one directory scan instead of a stat per record. Sizes are checked on reading."""
+    try:
+        with os.scandir(images) as entries:
+            return {entry.name: entry.is_file(follow_symlinks=False) for entry in entries}
+    except OSError:
+        return {}
+
+
+def _image_problem(files: dict[str, bool], name: str) -> str | None:
+    """Why a record's image cannot be used before reading it, or None."""
     if not valid_identifier(name):
         return "unsafe_path"
-    info = _lstat(images / name)
-    if info is None:
+    regular = files.get(name)
+    if regular is None:
         return "missing_image"
-    if not stat.S_ISREG(info.st_mode):
-        return "unsafe_path"
-    if info.st_size > MAX_IMAGE_BYTES:
-        return "too_large"
-    return None
+    return None if regular else "unsafe_path"
 
 
 def plan_tub(tub: Path) -> TubPlan:
     """Split a tub into its Donkeycar sessions and choose what each recording keeps."""
     manifest, records, lost = read_tub(tub)
     images = tub / "images"
+    files = image_files(images)
     groups: dict[str, list[TubRecord]] = {}
     for record in records:
         groups.setdefault(record.session, []).append(record)
@@ -167,7 +174,7 @@ def plan_tub(tub: Path) -> TubPlan:
                 continue
             latest = record.timestamp_ms
             plan.control_records.append(record)
-            problem = _image_problem(images, record.image)
+            problem = _image_problem(files, record.image)
             if problem is None:
                 plan.records.append(record)
             else:
@@ -199,25 +206,30 @@ class JpegDecoder:
         self._av = av
         self.context: Any = av.CodecContext.create("mjpeg", "r")
 
-    def decode(self, path: Path) -> Any | None:
+    def decode(self, path: Path) -> Any:
+        """The frame, or the reason (a str) it is dropped: `too_large`, `corrupt_image`."""
         av = self._av
         try:
             with open_regular(path, MAX_IMAGE_BYTES) as stream:
                 data = stream.read(MAX_IMAGE_BYTES + 1)
-        except (SkipSession, OSError):
-            return None
+        except SkipSession as error:
+            return "too_large" if error.code == "too_large" else "unreadable_image"
+        except OSError:
+            return "unreadable_image"
         if not data.startswith(b"\xff\xd8"):
-            return None
+            return "corrupt_image"
         try:
             frames = self.context.decode(av.Packet(data))
         except (av.error.FFmpegError, ValueError):
             self.context = av.CodecContext.create("mjpeg", "r")  # a clean state for the next
-            return None
+            return "corrupt_image"
         if not frames or frames[0].is_corrupt:
-            return None
+            return "corrupt_image"
         frame = frames[0]
-        if frame.width * frame.height > MAX_IMAGE_PIXELS or frame.width < 2 or frame.height < 2:
-            return None
+        if frame.width * frame.height > MAX_IMAGE_PIXELS:
+            return "too_large"
+        if frame.width < 2 or frame.height < 2:
+            return "corrupt_image"
         return frame
 
 
@@ -288,8 +300,8 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
             total = len(plan.records)
             for number, record in enumerate(plan.records):
                 frame = decoder.decode(plan.images / record.image)
-                if frame is None:
-                    plan.dropped.add("corrupt_image")
+                if isinstance(frame, str):
+                    plan.dropped.add(frame)
                 elif not writer.add(frame, record.timestamp_ms - start_ms):
                     plan.dropped.add("duplicate_time")
                 run.progress.show(plan.session_id, number + 1, total)
