@@ -177,3 +177,12 @@ def test_a_tub_with_no_human_driving_is_skipped(cli: Cli, tmp_path: Path) -> Non
 @pytest.mark.parametrize("args", [[], ["--out"], ["--tolerance", "-1", "--out", "x", "t"]])
 def test_usage_errors_exit_2(cli: Cli, args: list[str]) -> None:
     assert cli("import", "donkey", *args).code == 2
+
+
+def test_progress_on_request_and_never_on_stdout(cli: Cli, tmp_path: Path) -> None:
+    tub = write_tub(tmp_path / "tub", drive_rows(1.0))
+    shown = cli("import", "donkey", str(tub), "--out", str(tmp_path / "a"), "--progress")
+    assert "\rimporting donkey-26-11-30_0-" in shown.stderr
+    quiet = cli("import", "donkey", str(tub), "--out", str(tmp_path / "b"))
+    assert "\rimporting" not in quiet.stderr  # stderr is not a terminal here
+    assert shown.kinds() == quiet.kinds() == ["imported", "complete"]

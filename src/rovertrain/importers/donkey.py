@@ -8,13 +8,12 @@ record's own time into a VP8 WebM; the controls become commands (`commands.extra
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rovertrain.data.recording import open_regular, read_small
+from rovertrain.data.recording import Command, open_regular, read_small
 from rovertrain.errors import SkipSession
 from rovertrain.identifiers import valid_identifier
 from rovertrain.importers.commands import (
@@ -38,6 +37,7 @@ from rovertrain.importers.donkey_format import (
 from rovertrain.importers.identity import derive_session_id, slug
 from rovertrain.importers.report import Imported, ImportRun, Rejected
 from rovertrain.importers.writer import WEBM_FILE, SessionMeta, Staging, Vp8Writer, recording_exists
+from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
 
 MAX_MANIFEST_BYTES = 1 << 20
@@ -90,11 +90,11 @@ def _catalog_file(tub: Path, name: str) -> Path:
 def read_tub(tub: Path) -> tuple[Manifest, list[TubRecord], Dropped]:
     """The manifest and every parsed record (deleted ones included); SkipSession when the
     manifest cannot be read. A catalog that cannot be read drops its records, counted."""
-    info = _lstat(tub)
-    if info is None:
+    # The tub itself may be a link the user named; what is inside it must not be.
+    if not os.path.exists(tub):
         raise SkipSession("missing_recording", f"no tub folder {tub}")
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise SkipSession("unsafe_path", f"{tub} is not a folder")
+    if not os.path.isdir(tub):
+        raise SkipSession("invalid_recording", f"{tub} is not a folder")
     try:
         manifest = parse_manifest(read_small(tub / "manifest.json", MAX_MANIFEST_BYTES))
     except BadTub as error:
@@ -273,6 +273,11 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
         )
         run.skipped(Rejected(plan.source, plan.session_id, "no_windows", reason))
         return
+    if not plan.records:
+        reason = f"none of the {len(plan.control_records)} human records has a usable image ("
+        reason += ", ".join(f"{count} {why}" for why, count in plan.dropped.as_dict().items())
+        run.skipped(Rejected(plan.source, plan.session_id, "invalid_recording", reason + ")"))
+        return
     start_ms = plan.control_records[0].timestamp_ms
     rules = command_rules(plan.control_records, options.tolerance, options.keepalive_ms)
     commands = extract_commands(samples(plan.control_records, start_ms), rules)
@@ -294,6 +299,35 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
         video_file=WEBM_FILE,
         offset_ms=0.0,
     )
+    try:
+        frames, written = _write(plan, options, meta, commands, start_ms, run)
+    except OSError as error:
+        raise disk_error(error, f"recording {plan.session_id}") from None
+    if frames == 0:
+        run.skipped(
+            Rejected(
+                plan.source, plan.session_id, "invalid_recording",
+                f"none of the {len(plan.records)} images could be decoded",
+            )
+        )  # fmt: skip
+        return
+    run.imported(
+        Imported(
+            plan.source, plan.session_id, frames, len(commands), plan.dropped.as_dict(),
+            str(target), False, not written,
+        )
+    )  # fmt: skip
+
+
+def _write(
+    plan: SessionPlan,
+    options: DonkeyOptions,
+    meta: SessionMeta,
+    commands: list[Command],
+    start_ms: float,
+    run: ImportRun,
+) -> tuple[int, bool]:
+    """Encode the frames and write the recording; (frames, False when it already existed)."""
     decoder = JpegDecoder()
     with Staging(options.root, plan.session_id) as staging:
         with Vp8Writer(staging.path / WEBM_FILE, options.threads) as writer:
@@ -307,17 +341,5 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
                 run.progress.show(plan.session_id, number + 1, total)
             frames = writer.frames
         if frames == 0:
-            run.skipped(
-                Rejected(
-                    plan.source, plan.session_id, "invalid_recording",
-                    f"none of the {len(plan.records)} images could be decoded",
-                )
-            )  # fmt: skip
-            return
-        written = staging.commit(meta, commands)
-    run.imported(
-        Imported(
-            plan.source, plan.session_id, frames, len(commands), plan.dropped.as_dict(),
-            str(target), False, not written,
-        )
-    )  # fmt: skip
+            return 0, False
+        return frames, staging.commit(meta, commands)

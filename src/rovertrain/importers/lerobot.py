@@ -31,6 +31,7 @@ from rovertrain.importers.identity import derive_session_id, slug
 from rovertrain.importers.report import Imported, ImportRun, Rejected
 from rovertrain.importers.segment import cut_segment
 from rovertrain.importers.writer import SessionMeta, Staging, recording_exists
+from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
 
 MAX_INFO_BYTES = 1 << 20
@@ -312,21 +313,25 @@ def import_episode(
         )  # fmt: skip
         return
     run.progress.show(session_id, 0, episode.length, force=True)
-    with Staging(options.root, session_id) as staging:
-        segment = cut_segment(
-            dataset / episode.video_file, staging.path / MKV_FILE, episode.from_s, episode.to_s,
-            MAX_VIDEO_BYTES,
-        )  # fmt: skip
-        meta = SessionMeta(
-            session_id=session_id,
-            rover_id=options.rover_id or info.robot_type or "lerobot",
-            control_profile=CONTROL_PROFILE,
-            started_at_ms=None,
-            video_file=MKV_FILE,
-            offset_ms=segment.offset_ms,
-            command_roles={STOP: "stop", action_map.command: "movement"},
-        )
-        written = staging.commit(meta, commands)
+    roles = {STOP: "stop", action_map.command: "movement"}
+    try:
+        with Staging(options.root, session_id) as staging:
+            segment = cut_segment(
+                dataset / episode.video_file, staging.path / MKV_FILE, episode.from_s,
+                episode.to_s, MAX_VIDEO_BYTES,
+            )  # fmt: skip
+            meta = SessionMeta(
+                session_id=session_id,
+                rover_id=options.rover_id or info.robot_type or "lerobot",
+                control_profile=CONTROL_PROFILE,
+                started_at_ms=None,
+                video_file=MKV_FILE,
+                offset_ms=segment.offset_ms,
+                command_roles=roles,
+            )
+            written = staging.commit(meta, commands)
+    except OSError as error:
+        raise disk_error(error, f"recording {session_id}") from None
     run.imported(
         Imported(
             source, session_id, segment.frames, len(commands), dropped, str(target), False,

@@ -11,6 +11,7 @@ keyframe interval) puts every frame back at its time on the episode's clock.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,14 +99,19 @@ def cut_segment(
         )
         leading = sum(1 for packet in kept if packet.pts < start - 1e-9)
         trailing = sum(1 for packet in kept if packet.pts >= end)
-        with av.open(str(target), mode="w", format="matroska") as out:
-            copy: Any = out.add_stream_from_template(video)
-            for packet in kept:
-                packet.pts -= shift
-                if packet.dts is not None:
-                    packet.dts -= shift
-                packet.stream = copy
-                out.mux(packet)
+        try:
+            with av.open(str(target), mode="w", format="matroska") as out:
+                copy: Any = out.add_stream_from_template(video)
+                for packet in kept:
+                    packet.pts -= shift
+                    if packet.dts is not None:
+                        packet.dts -= shift
+                    packet.stream = copy
+                    out.mux(packet)
+        except av.error.FFmpegError as error:
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise SkipSession("decode_error", f"{source.name}: cannot copy: {error}") from None
         offset_ms = float(shift * base - start_s) * 1000.0
         if abs(offset_ms) > MAX_OFFSET_MS:
             raise SkipSession(
