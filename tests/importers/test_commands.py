@@ -24,8 +24,8 @@ def kinds(
     return [(command.t, command.type) for command in extract_commands(samples(rows), rules)]
 
 
-def test_at_rest_sends_nothing_and_steering_a_parked_car_sends_nothing() -> None:
-    assert kinds([(0, 0.0, 0.0), (50, 0.5, 0.0), (100, -0.5, 0.005)]) == []
+def test_at_rest_from_the_start_sends_nothing_and_steering_a_parked_car_sends_nothing() -> None:
+    assert kinds([(0, 0.0, 0.0), (50, 0.5, 0.0), (100, -0.5, 0.005), (900, 0.1, 0.0)]) == []
 
 
 def test_moving_sends_drive_then_only_changes_beyond_the_tolerance() -> None:
@@ -40,9 +40,11 @@ def test_keepalive_while_the_controls_hold_still() -> None:
     assert [t for t, _ in kinds(rows)] == [0, 500, 1000, 1500]
 
 
-def test_stop_once_when_the_throttle_returns_to_zero() -> None:
-    rows = [(0, 0.0, 0.5), (50, 0.0, 0.0), (100, 0.3, 0.0), (900, 0.0, 0.0), (950, 0.0, 0.4)]
-    assert kinds(rows) == [(0, "drive"), (50, "stop"), (950, "drive")]
+def test_stop_when_the_throttle_returns_to_zero_repeated_while_it_stays_there() -> None:
+    rows = [(0, 0.0, 0.5), (50, 0.0, 0.0), (100, 0.3, 0.0), (450, 0.0, 0.0), (550, 0.0, 0.0),
+            (1000, 0.0, 0.0), (1100, 0.0, 0.4), (1150, 0.0, 0.0)]  # fmt: skip
+    assert kinds(rows) == [(0, "drive"), (50, "stop"), (550, "stop"), (1100, "drive"),
+                           (1150, "stop")]  # fmt: skip
 
 
 def test_reversing_is_moving_and_values_are_clipped() -> None:
@@ -78,6 +80,7 @@ def test_keepalive_is_a_whole_number_of_record_periods() -> None:
 
 def test_command_lines_follow_the_format() -> None:
     commands = extract_commands(samples([(12.3456, 0.1, 0.5), (20, 0.1, 0.0)]), RULES)
+    assert len(commands) == 2
     assert command_line(commands[0]) == {
         "t": 12.346,
         "type": "drive",
