@@ -11,6 +11,7 @@ import av
 import pytest
 
 from conftest import Result
+from importers.schemas import check_recording
 from importers.tubs import Row, drive_rows, jpeg, picture, write_tub
 
 Cli = Callable[..., Result]
@@ -43,6 +44,7 @@ def test_a_tub_becomes_a_recording_that_inspect_accepts(cli: Cli, tmp_path: Path
     assert result.last()["accepted"] == [session_id]
     assert result.last()["imports"]["written"] == 1
 
+    check_recording(root / "recordings" / session_id)
     meta, commands = recording(root, session_id)
     assert meta["commandRoles"] == {"stop": "stop", "drive": "movement"}
     assert meta["video"] == {"file": "camera.webm", "offsetMs": 0.0}

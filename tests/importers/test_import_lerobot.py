@@ -13,6 +13,7 @@ import pytest
 
 from conftest import Result
 from importers.lerobot_data import write_dataset
+from importers.schemas import check_recording
 
 Cli = Callable[..., Result]
 FPS = 10
@@ -37,6 +38,7 @@ def test_each_episode_becomes_a_recording_cut_without_re_encoding(cli: Cli, tmp_
     starts = [0, 23, 54]
     for event, start, length in zip(imported, starts, LENGTHS, strict=True):
         folder = root / "recordings" / event["sessionId"]
+        check_recording(folder)
         meta = json.loads((folder / "session.json").read_text())
         assert meta["roverId"] == "lekiwi"
         assert meta["commandRoles"] == {"stop": "stop", "drive": "movement"}
