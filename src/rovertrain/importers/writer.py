@@ -1,7 +1,7 @@
 """Writing one imported recording (format v1) whole, or not at all.
 
-Files are written into a hidden staging folder beside the recordings (`.<id>.importing`, not
-a session id, so no job lists it) and renamed into `recordings/<id>` with a no-replace rename:
+Files are written into a hidden staging folder beside the recordings
+(`.<id>.<pid>.importing`, not a session id, so no job lists it) and renamed into `recordings/<id>` with a no-replace rename:
 a killed import leaves no recording or a complete one, and an existing one is never replaced.
 """
 
@@ -63,20 +63,41 @@ def session_document(meta: SessionMeta) -> dict[str, Any]:
     return document
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Staging:
     """The hidden folder one recording is written into before it is renamed into place."""
 
     def __init__(self, root: Path, session_id: str):
         self.recordings = Layout(root).recordings
         self.target = Layout(root).recording_dir(session_id)
-        self.path = self.recordings / f".{session_id}.importing"
+        self.prefix = f".{session_id}."
+        self.path = self.recordings / f"{self.prefix}{os.getpid()}.importing"
 
     def __enter__(self) -> Staging:
         self.recordings.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(self.path):  # left by a killed import of the same session
-            shutil.rmtree(self.path)
+        self._remove_leftovers()
         self.path.mkdir()
         return self
+
+    def _remove_leftovers(self) -> None:
+        """Staging folders of this session left by imports that were killed (their process
+        is gone); a running import's folder (another process) is left alone."""
+        for entry in os.scandir(self.recordings):
+            name = entry.name
+            if not (name.startswith(self.prefix) and name.endswith(".importing")):
+                continue
+            pid = name[len(self.prefix) : -len(".importing")]
+            if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
     def __exit__(self, *exc: object) -> None:
         if os.path.lexists(self.path):
