@@ -15,7 +15,7 @@ from rovertrain.gate import (
     training_deadline,
 )
 from rovertrain.job.config import load_job_text
-from rovertrain.learn.metrics import BaselineScore, EventMetrics, Score
+from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
 
 JOB = load_job_text('{"root": "/x", "sessions": []}')
 GATE, CONFIG = JOB.gate, JOB.config
@@ -54,7 +54,7 @@ def support(sessions: int = 2, unsupported: int = 0) -> HeldOutSupport:
 
 
 def test_a_good_evaluation_passes() -> None:
-    assert gate_reasons(passing(), GATE, 500, support()) == []
+    assert gate_reasons(passing(), GATE, 500, support(), 0.2) == []
 
 
 @pytest.mark.parametrize(
@@ -77,13 +77,40 @@ def test_a_good_evaluation_passes() -> None:
 )
 def test_each_gate_condition(change: dict, args: tuple, reason: str) -> None:
     expected, sessions, unsupported = args
-    reasons = gate_reasons(passing(**change), GATE, expected, support(sessions, unsupported))
+    reasons = gate_reasons(passing(**change), GATE, expected, support(sessions, unsupported), 0.2)
     assert len(reasons) == 1 and reason in reasons[0]
+
+
+def test_a_policy_that_ignores_the_camera_does_not_pass() -> None:
+    reasons = gate_reasons(passing(), GATE, 500, support(), vision_gain=0.003)
+    assert reasons == ["The camera adds 0.003 F1 over grey frames, below 0.05"]
+
+
+def with_hold_last(metrics: EventMetrics, hold_last_mse: float | None) -> EventMetrics:
+    kind = KindScore(events=10, recall=0.5, numeric_mse=0.02, hold_last_mse=hold_last_mse)
+    return replace(metrics, hold_last=HoldLast(hold_last_mse, kind, kind))
+
+
+def test_values_copied_from_the_last_command_do_not_pass() -> None:
+    copying = with_hold_last(passing(numeric_mse=0.02), hold_last_mse=0.021)
+    reasons = gate_reasons(copying, GATE, 500, support(), 0.2)
+    assert len(reasons) == 1 and "0.95x that of repeating the last command" in reasons[0]
+    better = with_hold_last(passing(numeric_mse=0.02), hold_last_mse=0.08)
+    assert better.value_error_vs_hold_last() == pytest.approx(0.25)
+    assert gate_reasons(better, GATE, 500, support(), 0.2) == []
+
+
+def test_an_exact_hold_last_baseline_is_not_a_reason() -> None:
+    exact = with_hold_last(passing(), hold_last_mse=0.0)
+    assert exact.value_error_vs_hold_last() is None
+    assert gate_reasons(exact, GATE, 500, support(), 0.2) == []
 
 
 def test_gate_thresholds_come_from_the_job() -> None:
     strict = replace(GATE, minPrecision=0.8)
-    assert any("precision below 0.8" in r for r in gate_reasons(passing(), strict, 500, support()))
+    assert any(
+        "precision below 0.8" in r for r in gate_reasons(passing(), strict, 500, support(), 0.2)
+    )
 
 
 def test_publication_reasons() -> None:

@@ -34,10 +34,18 @@ class HeldOutSupport:
 
 
 def gate_reasons(
-    measured: EventMetrics, gate: Gate, expected_windows: int, support: HeldOutSupport
+    measured: EventMetrics,
+    gate: Gate,
+    expected_windows: int,
+    support: HeldOutSupport,
+    vision_gain: float,
 ) -> list[str]:
-    """The imitation gate's 13 conditions; an empty list means the gate passed."""
+    """The imitation gate's 15 conditions; an empty list means the gate passed.
+
+    `vision_gain`: F1 with the camera minus F1 of the same weights on a constant grey frame.
+    """
     g = gate
+    value_ratio = measured.value_error_vs_hold_last()
     conditions: Sequence[tuple[bool, str]] = (
         (
             support.unsupported_command_events == 0,
@@ -72,6 +80,15 @@ def gate_reasons(
         (
             measured.numeric_mse <= g.maxNumericMse,
             f"Command parameter error above {g.maxNumericMse:g}",
+        ),
+        (
+            vision_gain >= g.minVisionGain,
+            f"The camera adds {vision_gain:.3f} F1 over grey frames, below {g.minVisionGain:g}",
+        ),
+        (
+            value_ratio is None or value_ratio <= g.maxValueErrorVsHoldLast,
+            f"Command value error is {value_ratio or 0:.2f}x that of repeating the last command, "
+            f"above {g.maxValueErrorVsHoldLast:g}x",
         ),
     )
     return [reason for passed, reason in conditions if not passed]

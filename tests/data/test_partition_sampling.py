@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 
 from rovertrain.data.partition import is_held_out, processing_order
 from rovertrain.data.sampling import (
+    SELECTION_GAP_WINDOWS,
     category_capacity,
     per_session_capacity,
     reservoir,
     sample_windows,
+    split_tail,
 )
 
 
@@ -61,3 +63,30 @@ def test_sampling_respects_capacities(categories, per_session, held_out) -> None
         for category in range(3):
             available = categories.count(category)
             assert by_category[category] == min(available, category_capacity(per_session))
+
+
+def test_the_selection_tail_is_the_end_of_the_session_with_a_gap() -> None:
+    usable = list(range(0, 400, 2))  # 200 usable windows, in time order
+    head, tail = split_tail(usable, 0.15)
+    assert tail == usable[-30:]
+    assert head == usable[: 200 - 30 - SELECTION_GAP_WINDOWS]
+    assert max(head) < min(tail)
+    assert split_tail(usable, 0.0) == (usable, [])
+    short = list(range(40))  # a tail of 6 windows is too small to measure anything
+    assert split_tail(short, 0.15) == (short, [])
+
+
+@given(
+    st.lists(st.integers(0, 5000), unique=True, max_size=600).map(sorted),
+    st.floats(0, 0.5),
+)
+@settings(max_examples=200, deadline=None)
+def test_head_and_tail_never_share_a_window(usable: list[int], fraction: float) -> None:
+    head, tail = split_tail(usable, fraction)
+    assert not set(head) & set(tail)
+    assert set(head) | set(tail) <= set(usable)
+    assert len(tail) <= len(usable) * fraction + 1e-9
+    if tail:
+        assert len(usable) - len(head) - len(tail) == min(
+            SELECTION_GAP_WINDOWS, len(usable) - len(tail)
+        )

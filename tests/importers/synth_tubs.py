@@ -13,7 +13,8 @@ import numpy as np
 from importers.tubs import Row, jpeg, write_tub
 from rovertrain.data.partition import is_held_out
 from rovertrain.importers.identity import derive_session_id
-from rovertrain.sim.synth import PROFILES, Renderer, World, simulate_session
+from rovertrain.sim.synth import DEFAULT_WORLD, PROFILES, simulate_session
+from rovertrain.sim.worlds import build
 
 HZ = 20
 START_MS = 1_764_500_000_000
@@ -21,19 +22,18 @@ START_MS = 1_764_500_000_000
 
 def synth_tub(tub: Path, seed: int, index: int, minutes: float, created_at: float) -> Path:
     rng = random.Random(f"{seed}:tub{index}")
-    renderer = Renderer(np.random.default_rng(rng.randrange(2**32)))
+    scenario = build(DEFAULT_WORLD, rng, PROFILES[index % 2], rng.randrange(2**32))
     rows: list[Row] = []
     images: list[bytes] = []
     session = f"26-11-30_{index}"
-    clock = {"frame": 0}
 
-    def on_frame(world: World, phases: tuple[float, float, float], light: float) -> None:
-        t = clock["frame"] * 1000 / HZ
-        clock["frame"] += 1
-        images.append(jpeg(renderer.frame(world, phases, light)))
-        rows.append(Row(START_MS + round(t), world.turn, world.speed, session=session))
+    def on_frame(image: np.ndarray) -> None:
+        t = len(rows) * 1000 / HZ
+        pose = scenario.world.pose  # the controls the driver holds at this frame
+        images.append(jpeg(image))
+        rows.append(Row(START_MS + round(t), pose.turn, pose.speed, session=session))
 
-    simulate_session(rng, minutes * 60, PROFILES[index % 2], 0.0, HZ, on_frame)
+    simulate_session(scenario, minutes * 60, 0.0, HZ, on_frame)
     return write_tub(tub, rows, created_at=created_at, image_for=images.__getitem__)
 
 

@@ -8,8 +8,9 @@ import torch
 from windows_fixture import learnable_windows
 
 from rovertrain.data.command_schema import initial_schema
+from rovertrain.data.observation import BLIND_GREY
 from rovertrain.learn.batches import batch_tensors
-from rovertrain.learn.evaluate import Scoring, evaluate, held_out_curve, predict
+from rovertrain.learn.evaluate import Scoring, blind_score, evaluate, held_out_curve, predict
 from rovertrain.learn.losses import loss_setup, losses
 from rovertrain.learn.policy import Policy
 from rovertrain.learn.probe import probe
@@ -65,8 +66,36 @@ def test_held_out_curve_reports_the_gate_figures_and_the_loss() -> None:
         "numericMse",
         "windows",
         "heldOutLoss",
+        "changeRecall",
+        "changeNumericMse",
+        "valueErrorVsHoldLast",
+        "visionGain",
+        "blind",
     }
     assert document["windows"] == 40 and document["heldOutLoss"] > 0
+    assert document["visionGain"] == pytest.approx(document["f1"] - document["blind"]["f1"])
+
+
+def test_blind_predictions_see_only_the_state_vector() -> None:
+    windows = learnable_windows(40)
+    windows.states[:] = windows.states[0]  # every window has the same command history
+    policy = model()
+    seeing = predict(policy, windows, batch_size=8)
+    blind = predict(policy, windows, batch_size=8, blind=True)
+    assert np.ptp(seeing.probabilities, axis=0).max() > 1e-4  # bright and dark frames differ
+    assert np.ptp(blind.probabilities, axis=0).max() == 0.0
+    grey = windows.subset(slice(0, 40))
+    grey.frames[:] = BLIND_GREY
+    assert np.array_equal(blind.probabilities, predict(policy, grey, batch_size=8).probabilities)
+
+
+def test_vision_gain_is_f1_with_the_camera_minus_f1_blind() -> None:
+    windows = learnable_windows(64)
+    policy = model()
+    with_camera = evaluate(policy, windows, scoring())
+    blind = blind_score(policy, windows, scoring(), with_camera)
+    assert blind.metrics.windows == 64
+    assert blind.vision_gain == pytest.approx(with_camera.f1 - blind.metrics.f1)
 
 
 def test_the_probe_overfits_a_small_subset() -> None:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rovertrain.data.command_schema import initial_schema
-from rovertrain.learn.metrics import event_metrics, frequency_baselines, natural_frequencies
+from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.learn.metrics import (
+    command_changes,
+    event_metrics,
+    frequency_baselines,
+    natural_frequencies,
+)
+from rovertrain.runtime.state import encode_states, last_values_of, recency_of
 
 
 def test_baseline_f1() -> None:
@@ -47,3 +53,70 @@ def test_natural_frequencies_per_usable_window() -> None:
     frequencies = natural_frequencies(200, np.array([10, 50, 0]))
     assert frequencies.tolist() == [0.05, 0.25, 0.0]
     assert natural_frequencies(0, np.array([3])).tolist() == [3.0]
+
+
+def _history(elapsed: list[list[float]], last: list[list[float]]) -> np.ndarray:
+    """State vectors built by the one encoder, from elapsed ms per slot and each slot's last
+    first value (slot 0 stop, slot 1 drive)."""
+    count = len(elapsed)
+    times = np.full((count, SLOTS), np.inf)
+    times[:, :2] = elapsed
+    values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
+    values[:, :2, 0] = last
+    return encode_states(times, values)
+
+
+def test_changes_and_resends_from_the_state_vector() -> None:
+    inf = float("inf")
+    states = _history(
+        elapsed=[
+            [inf, 500.0],  # drive re-sent with the same value: a re-send
+            [inf, 500.0],  # drive with a new value: a change
+            [200.0, 900.0],  # drive right after a stop: a type change
+            [inf, inf],  # the first drive ever: a change
+            [300.0, 300.0],  # a stop re-sent (both sent at the same moment): a re-send
+        ],
+        last=[[0.0, 0.6], [0.0, 0.6], [0.0, 0.6], [0.0, 0.0], [0.0, 0.6]],
+    )
+    actual = np.zeros((5, SLOTS), dtype=bool)
+    actual[[0, 1, 2, 3], 1] = True
+    actual[4, 0] = True
+    targets = np.zeros((5, SLOTS, VALUES), dtype=np.float32)
+    targets[:, 1, 0] = [0.62, 0.9, 0.6, 0.6, 0.0]
+    available = np.zeros((5, SLOTS, VALUES), dtype=bool)
+    available[:4, 1, 0] = True
+    changes = command_changes(
+        actual, targets, available, last_values_of(states), recency_of(states)
+    )
+    assert changes[:, 1].tolist() == [False, True, True, True, False]
+    assert not changes[:, 0].any()
+
+
+def test_hold_last_baseline_and_the_split_in_event_metrics() -> None:
+    schema = initial_schema()
+    inf = float("inf")
+    states = _history(elapsed=[[inf, 500.0], [inf, 500.0]], last=[[0.0, 0.5], [0.0, 0.5]])
+    actual = np.zeros((2, SLOTS), dtype=bool)
+    actual[:, 1] = True
+    targets = np.zeros((2, SLOTS, VALUES), dtype=np.float32)
+    targets[:, 1, 0] = [0.5, 0.9]  # a re-send, then a change of 0.4
+    available = np.zeros((2, SLOTS, VALUES), dtype=bool)
+    available[:, 1, 0] = True
+    predicted = np.zeros_like(actual)
+    predicted[1, 1] = True  # only the change is predicted
+    predicted_values = targets.copy()
+    predicted_values[1, 1, 0] = 0.7  # 0.2 off on the change
+    history = (last_values_of(states), recency_of(states))
+    m = event_metrics(
+        predicted, predicted_values, actual, targets, available, schema, np.zeros(8), history
+    )
+    assert m.hold_last is not None
+    assert m.hold_last.numeric_mse == pytest.approx(0.4**2 / 2)
+    assert m.numeric_mse == pytest.approx(0.2**2 / 2)
+    assert m.value_error_vs_hold_last() == pytest.approx(0.25)
+    assert (m.hold_last.changes.events, m.hold_last.changes.recall) == (1, 1.0)
+    assert (m.hold_last.resends.events, m.hold_last.resends.recall) == (1, 0.0)
+    assert m.hold_last.changes.numeric_mse == pytest.approx(0.04)
+    assert m.hold_last.resends.hold_last_mse == pytest.approx(0.0)
+    document = m.to_json()
+    assert document["changes"]["events"] == 1 and document["valueErrorVsHoldLast"] == 0.25

@@ -104,6 +104,24 @@ def test_named_stop_predicates(
     assert result.stopped_by is cause and result.steps == steps
 
 
+def test_training_stops_when_it_has_converged() -> None:
+    torch.manual_seed(0)
+    training = plan(hyper=replace(HYPER, passes=100))
+    model = Policy()
+    seen: list[int] = []
+    result = train(
+        model,
+        build_optimizer(model, training.hyper),
+        training,
+        FakeControl(),
+        lambda progress: None,
+        seen.append,
+        converged=lambda: len(seen) >= 6,
+    )
+    assert result.stopped_by is StopCause.CONVERGED and result.steps == 6
+    assert StopCause.CONVERGED.publication_blocker() is None
+
+
 def test_training_fits_a_learnable_pool() -> None:
     hyper = replace(HYPER, passes=15, augment=False)
     result, _ = run(plan(count=64, hyper=hyper), FakeControl())

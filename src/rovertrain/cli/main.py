@@ -14,6 +14,9 @@ from rovertrain import __version__
 from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.exitcodes import ExitCode, exit_code_for_error
 
+WORLD_NAMES = ("road", "warehouse")
+"""The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
+
 if TYPE_CHECKING:
     from rovertrain.protocol.events import EventStream
 
@@ -148,7 +151,16 @@ def validate_job(job_path: str, offline: bool) -> None:
 @click.option("--minutes", default=2.0, show_default=True, type=click.FloatRange(0.05, 120))
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--shuffle-commands", is_flag=True, help="Scramble command times (unlearnable).")
-def synth(out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool) -> None:
+@click.option(
+    "--world",
+    default="road",
+    show_default=True,
+    type=click.Choice(WORLD_NAMES),
+    help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos.",
+)
+def synth(
+    out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool, world: str
+) -> None:
     """Write synthetic driving recordings and a ready job file."""
 
     def body(stream: EventStream) -> int:
@@ -156,7 +168,9 @@ def synth(out: str, sessions: int, minutes: float, seed: int, shuffle_commands: 
 
         stream.emit(
             "synthesized",
-            **write_dataset(out, sessions, minutes, seed, shuffle_commands=shuffle_commands),
+            **write_dataset(
+                out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=world
+            ),
         )
         return ExitCode.COMPLETED
 
@@ -359,6 +373,53 @@ def replay(
 
         show = stderr_is_terminal() if progress is None else progress
         return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
+
+    _run_with_events(body)
+
+
+@cli.command()
+@click.argument("checkpoint", metavar="CHECKPOINT", type=click.Path())
+@click.option("--world", default="road", show_default=True, type=click.Choice(WORLD_NAMES))
+@click.option("--seconds", default=120.0, show_default=True, type=click.FloatRange(1, 3600))
+@click.option(
+    "--seed",
+    "seed_list",
+    multiple=True,
+    type=click.IntRange(0, 2**32 - 1),
+    help="World seed (repeatable; default 0).",
+)
+@click.option(
+    "--seeds",
+    "seed_count",
+    type=click.IntRange(1, 100),
+    help="Drive world seeds 0..N-1 (instead of --seed).",
+)
+@click.option("--out", "out", type=click.Path(), help="Folder for rollout.mp4, trajectory.png.")
+@click.option(
+    "--baselines/--no-baselines",
+    default=True,
+    show_default=True,
+    help="Also drive the human model, the copycat and the blind policy on the same seeds.",
+)
+def drive(
+    checkpoint: str,
+    world: str,
+    seconds: float,
+    seed_list: tuple[int, ...],
+    seed_count: int | None,
+    out: str | None,
+    baselines: bool,
+) -> None:
+    """Let the policy drive a simulated world, closed loop, next to its baselines
+    (CHECKPOINT: an exported folder or a checkpoint folder)."""
+    if seed_list and seed_count is not None:
+        raise click.UsageError("give --seed or --seeds, not both")
+    seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
+
+    def body(stream: EventStream) -> int:
+        from rovertrain.deploy.drive import drive_policy
+
+        return drive_policy(checkpoint, world, seconds, seeds, out, baselines, stream)
 
     _run_with_events(body)
 

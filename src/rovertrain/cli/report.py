@@ -64,6 +64,12 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         line = ax.plot(eval_steps, values, marker="o", label=label)
         if threshold is not None:
             ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)
+    blind_f1 = [(e["metrics"].get("blind") or {}).get("f1") for e in evaluations]
+    if any(value is not None for value in blind_f1):
+        ax.plot(eval_steps, blind_f1, marker="x", linestyle="--", color="grey", label="F1 blind")
+    change_recall = [e["metrics"].get("changeRecall") for e in evaluations]
+    if any(value is not None for value in change_recall):
+        ax.plot(eval_steps, change_recall, marker=".", label="recall of changes")
     ax.set(title="Held-out metrics (dotted: gate thresholds)", xlabel="step", ylim=(0, 1.05))
     ax.legend()
     ax = axes[1][0]

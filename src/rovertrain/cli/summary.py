@@ -33,6 +33,23 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
         f"trained {last['steps']} steps, {last['examples']} examples, "
         f"mean loss {last['loss']:.4f}, {last['elapsedSeconds']:.0f} s"
     )
+    changes = evaluation.get("changes")
+    if changes:
+        # What the rover does differently is what a person cares about first; re-sends
+        # (keepalives) are easy and flatter the overall figures.
+        change_mse = changes.get("numericMse")
+        held_mse = changes.get("holdLastNumericMse")
+        lines.append(
+            f"commands that change what the rover does: {changes['events']}, recall "
+            f"{changes['recall']:.2f}"
+            + (f", value MSE {change_mse:.3f}" if change_mse is not None else "")
+            + (f" (repeating the last command: {held_mse:.3f})" if held_mse is not None else "")
+        )
+    if "visionGain" in evaluation:
+        lines.append(
+            f"camera: F1 {evaluation['f1']:.2f} vs {evaluation['blind']['f1']:.2f} with grey "
+            f"frames (vision gain {evaluation['visionGain']:+.2f})"
+        )
     if "f1" in evaluation:
         lines.append(
             f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}, "

@@ -34,7 +34,9 @@ from rovertrain.data.sampling import (
     category_capacity,
     per_session_capacity,
     sample_windows,
+    selection_capacity,
     session_rng,
+    split_tail,
 )
 from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
 from rovertrain.errors import SkipSession
@@ -123,6 +125,7 @@ class SessionResult:
     clipped_command_values: int
     commands: int
     sampled_windows: int
+    selection_windows: int
     rover_id: str
     control_profile: str | None
 
@@ -138,6 +141,7 @@ class SessionResult:
             "commands": self.commands,
             "partition": self.partition,
             "sampledWindows": self.sampled_windows,
+            "selectionWindows": self.selection_windows,
             "roverId": self.rover_id,
             "controlProfile": self.control_profile,
         }
@@ -149,8 +153,9 @@ class SessionResult:
 @dataclass
 class Dataset:
     schema: Schema
-    pool: WindowSet
-    validation: WindowSet
+    pool: WindowSet  # training windows
+    validation: WindowSet  # held-out sessions: the gate's
+    selection: WindowSet  # the tails of the training sessions: weight selection, patience
     accepted: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
     sessions: list[SessionResult] = field(default_factory=list)
@@ -291,12 +296,21 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     training_count = sum(not is_held_out(session_id) for session_id in sessions)
     held_count = len(sessions) - training_count
     keep = request.keep_windows
-    train_builder = WindowSetBuilder(
-        training_count * 3 * category_capacity(per_session) if keep else 0
+    fraction = request.config.selectionFraction
+    builders = _Builders(
+        training=WindowSetBuilder(
+            training_count * 3 * category_capacity(per_session) if keep else 0
+        ),
+        held_out=WindowSetBuilder(held_count * per_session if keep else 0),
+        selection=WindowSetBuilder(
+            training_count * selection_capacity(per_session, fraction) if keep else 0
+        ),
     )
-    held_builder = WindowSetBuilder(held_count * per_session if keep else 0)
     dataset = Dataset(
-        schema=request.schema, pool=train_builder.build(), validation=held_builder.build()
+        schema=request.schema,
+        pool=builders.training.build(),
+        validation=builders.held_out.build(),
+        selection=builders.selection.build(),
     )
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
     cache.remove_temporaries(request.root)
@@ -312,12 +326,12 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     for session_id in sessions:
         if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
             break
-        builder = held_builder if is_held_out(session_id) else train_builder
         session = _Session(session_id, plan.recordings.get(session_id), plan.ready.pop(session_id))
-        _process_session(request, dataset, session, per_session, builder, stream)
+        _process_session(request, dataset, session, per_session, builders, stream)
     results.close()  # stops any decoder still running (the pool's finally)
-    dataset.pool = train_builder.build()
-    dataset.validation = held_builder.build()
+    dataset.pool = builders.training.build()
+    dataset.validation = builders.held_out.build()
+    dataset.selection = builders.selection.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
     cache.evict(
         request.root,
@@ -336,6 +350,13 @@ def _wait_until_ready(session_id: str, plan: _Plan, results: Iterator[tuple[str,
             return False
         plan.ready[finished] = _read_back(plan.entries[finished], outcome)
     return True
+
+
+@dataclass(frozen=True)
+class _Builders:
+    training: WindowSetBuilder
+    held_out: WindowSetBuilder
+    selection: WindowSetBuilder
 
 
 @dataclass(frozen=True)
@@ -389,7 +410,7 @@ def _process_session(
     dataset: Dataset,
     session: _Session,
     per_session: int,
-    builder: WindowSetBuilder,
+    builders: _Builders,
     stream: EventStream,
 ) -> None:
     session_id = session.session_id
@@ -406,11 +427,21 @@ def _process_session(
     recording, frames, labels = session.recording, session.ready, labelled.labels
     assert recording is not None and isinstance(frames, CachedFrames)
     indices: list[int] = []
+    tail: list[int] = []
     if request.keep_windows:
         rng = session_rng(request.seed, session_id)
         categories = labels.category.tolist()
-        indices = sample_windows(labelled.usable, categories, held_out, per_session, rng)
-        builder.add(frames.frames, labels, indices)
+        if held_out:
+            indices = sample_windows(labelled.usable, categories, True, per_session, rng)
+            builders.held_out.add(frames.frames, labels, indices)
+        else:
+            fraction = request.config.selectionFraction
+            head, tail = split_tail(labelled.usable, fraction)
+            indices = sample_windows(head, categories, False, per_session, rng)
+            builders.training.add(frames.frames, labels, indices)
+            capacity = selection_capacity(per_session, fraction)
+            tail = sample_windows(tail, categories, True, capacity, rng)
+            builders.selection.add(frames.frames, labels, tail)
     if not held_out:
         dataset.schema = labelled.schema
         dataset.trained_rovers.add(recording.rover_id)
@@ -431,6 +462,7 @@ def _process_session(
         clipped_command_values=labelled.clipped_values,
         commands=labelled.commands,
         sampled_windows=len(indices),
+        selection_windows=len(tail),
         rover_id=recording.rover_id,
         control_profile=recording.control_profile,
     )

@@ -19,5 +19,8 @@ STATE_BINS = 10
 STATE_FEATURES_PER_SLOT = 4 + 3 + STATE_BINS
 """lastValue×VALUES, neverSent, short and long elapsed ramps, 100 ms elapsed bins."""
 
+BLIND_GREY = 128
+"""The constant picture of a blind baseline: every pixel of every channel at this level."""
+
 INPUT_VERSION = 2
 """2: frames resized by `runtime.frames.prepare_frame` (area average), shared with the rover."""

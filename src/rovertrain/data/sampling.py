@@ -6,6 +6,7 @@ Pure: indices in, indices out; the caller gathers the windows.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from collections.abc import Iterable, Sequence
 
@@ -61,3 +62,28 @@ def sample_windows(
     for bucket in buckets:
         kept.extend(reservoir(bucket, capacity, rng))
     return sorted(kept)
+
+
+SELECTION_GAP_WINDOWS = 20
+"""Windows (2 s) left out between a training session's head and its selection tail, so the
+two do not share a moment of driving."""
+MIN_SELECTION_WINDOWS = 10
+
+
+def selection_capacity(per_session: int, fraction: float) -> int:
+    return math.ceil(per_session * fraction)
+
+
+def split_tail(usable: Sequence[int], fraction: float) -> tuple[list[int], list[int]]:
+    """(head, tail) of a training session's usable windows (in time order).
+
+    The tail, the last `fraction` of the windows, selects the weights to publish and says when
+    training stops improving: it is never trained on, and it is not the gate's held-out
+    sessions, so the gate stays unbiased. A session too short for a tail of
+    MIN_SELECTION_WINDOWS is all head.
+    """
+    tail_size = math.floor(len(usable) * fraction)
+    if tail_size < MIN_SELECTION_WINDOWS:
+        return list(usable), []
+    cut = len(usable) - tail_size
+    return list(usable[: max(0, cut - SELECTION_GAP_WINDOWS)]), list(usable[cut:])

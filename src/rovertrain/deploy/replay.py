@@ -25,7 +25,7 @@ import numpy as np
 
 from rovertrain.data.command_schema import SLOTS, VALUES, Schema, validate_schema
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.observation import STALE_FRAME_MS, TICK_MS
+from rovertrain.data.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import Labels, label_windows
 from rovertrain.errors import RovertrainError, SkipSession
@@ -34,7 +34,6 @@ from rovertrain.learn.metrics import event_metrics
 from rovertrain.protocol.events import EventStream
 from rovertrain.runtime.policy import MANIFEST_FILE, PolicyFileError, RoverPolicy
 
-GREY = 128
 STOP_MATCH_MS = 2000
 """A predicted stop within this distance of a human stop onset counts as that stop."""
 
@@ -282,7 +281,7 @@ def replay_session(
             frame = item.rgb
             if blind:
                 if grey is None or grey.shape != frame.shape:
-                    grey = np.full(frame.shape, GREY, dtype=np.uint8)
+                    grey = np.full(frame.shape, BLIND_GREY, dtype=np.uint8)
                 frame = grey
             policy.rotation = item.rotation
             decision = policy.tick(frame, item.tick)

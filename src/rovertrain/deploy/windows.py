@@ -25,14 +25,13 @@ from rovertrain.data.observation import (
 )
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
-from rovertrain.sim.synth import Renderer, World, simulate_session
+from rovertrain.sim.synth import simulate_session
+from rovertrain.sim.worlds import build
 
 
-def _collector(
-    renderer: Renderer, rendered: list[np.ndarray]
-) -> Callable[[World, tuple[float, float, float], float], None]:
-    def on_frame(world: World, phases: tuple[float, float, float], light: float) -> None:
-        rendered.append(prepare_frame(renderer.frame(world, phases, light)))
+def _collector(rendered: list[np.ndarray]) -> Callable[[np.ndarray], None]:
+    def on_frame(image: np.ndarray) -> None:
+        rendered.append(prepare_frame(image))
 
     return on_frame
 
@@ -51,9 +50,9 @@ def synthetic_windows(
     while len(frames) < count:
         rng = random.Random(f"{seed}-{drive}")
         rendered: list[np.ndarray] = []
-        on_frame = _collector(Renderer(np.random.default_rng(seed + drive)), rendered)
+        scenario = build("road", rng, "gamepad", seed + drive)
         seconds = min(60.0, (count - len(frames)) * TICK_MS / 1000 + 1)
-        commands = simulate_session(rng, seconds, "gamepad", 0.0, 10, on_frame)
+        commands = simulate_session(scenario, seconds, 0.0, 10, _collector(rendered))
         commands.sort(key=lambda item: item["t"])
         tracker = StateTracker(schema)
         position = 0

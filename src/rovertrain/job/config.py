@@ -38,7 +38,9 @@ CONFIG_FIELDS: dict[str, Number] = {
     "maxSamples": Number(12000, 1, 2_000_000, integer=True, doc="windows kept over sessions"),
     "minimumSamples": Number(256, 1, 2_000_000, integer=True, doc="training windows needed"),
     "batchSize": Number(64, 1, 4096, integer=True, doc="examples per step"),
-    "passesPerJob": Number(4, 1, 10_000, integer=True, doc="passes over the pool per job"),
+    "passesPerJob": Number(
+        50, 1, 10_000, integer=True, doc="passes over the pool per job, at most (see patience)"
+    ),
     "maxStepsPerJob": Number(100_000, 1, 100_000_000, integer=True, doc="steps per job"),
     "checkpointEverySteps": Number(200, 0, 100_000_000, integer=True, doc="publish interval"),
     "minimumDrivingMinutes": Number(2.0, 0, 1_000_000, doc="distinct minutes to publish"),
@@ -63,6 +65,32 @@ CONFIG_FIELDS: dict[str, Number] = {
     "heartbeatSeconds": Number(15, 0, 3600, exclusive_minimum=True),
     "maxPausedSeconds": Number(3600, 0, MAX_SECONDS),
     "evalEverySteps": Number(0, 0, 100_000_000, integer=True, doc="periodic held-out eval"),
+    "valueHistoryDropout": Number(
+        0.0,
+        0,
+        1,
+        doc="train-only: the fraction of examples whose state vector hides the last command's "
+        "values, so values are predicted from the camera, not copied (docs/learning.md)",
+    ),
+    "selectionFraction": Number(
+        0.15,
+        0,
+        0.5,
+        doc="the time-ordered tail of each training session kept out of training to select "
+        "the weights to publish and to stop when they stop improving (0: train every pass, "
+        "publish the last weights)",
+    ),
+    "selectEverySteps": Number(
+        200, 1, 100_000_000, integer=True, doc="training steps between selection evaluations"
+    ),
+    "patience": Number(
+        5,
+        0,
+        1_000_000,
+        integer=True,
+        doc="selection evaluations without improvement before training stops as converged "
+        "(0: never)",
+    ),
 }
 CHOICES = {"precision": ("auto", "bf16", "fp32")}
 
@@ -77,6 +105,12 @@ GATE_FIELDS: dict[str, Number] = {
     "minRecall": Number(0.5, 0, 1),
     "minStopRecall": Number(0.5, 0, 1),
     "maxNumericMse": Number(0.1, 0, 1_000_000),
+    "minVisionGain": Number(
+        0.05, -1, 1, doc="F1 with the camera minus F1 with constant grey frames, at least"
+    ),
+    "maxValueErrorVsHoldLast": Number(
+        0.9, 0, 1_000_000, doc="value MSE over the repeat-the-last-command baseline's, at most"
+    ),
 }
 
 TOP_LEVEL = {"root", "sessions", "actionThreshold", "config", "jobId", "seed", "gate"}
@@ -108,6 +142,10 @@ class Config:
     maxPausedSeconds: float
     evalEverySteps: int
     probeMaxSeconds: float
+    valueHistoryDropout: float
+    selectionFraction: float
+    selectEverySteps: int
+    patience: int
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -125,6 +163,8 @@ class Gate:
     minRecall: float
     minStopRecall: float
     maxNumericMse: float
+    minVisionGain: float
+    maxValueErrorVsHoldLast: float
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

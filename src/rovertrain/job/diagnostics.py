@@ -30,6 +30,12 @@ class JobDiagnostics:
             poolBytes=dataset.pool.nbytes() + dataset.validation.nbytes(),
         )
 
+    def selection(self, summary: dict[str, Any]) -> None:
+        self.figures["selection"] = summary
+
+    def optimizer(self, settings: dict[str, float]) -> None:
+        self.figures["optimizer"] = settings
+
     def seconds(self, name: str, seconds: float) -> None:
         self.figures[name] = round(seconds, 3)
 

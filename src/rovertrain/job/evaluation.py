@@ -21,7 +21,7 @@ from rovertrain.gate import (
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl
 from rovertrain.job.state import TrainingState
-from rovertrain.learn.evaluate import Scoring, evaluate, held_out_curve
+from rovertrain.learn.evaluate import BlindScore, Scoring, blind_score, evaluate, held_out_curve
 from rovertrain.learn.losses import LossSetup
 from rovertrain.learn.metrics import EventMetrics, natural_frequencies
 from rovertrain.learn.policy import Policy
@@ -63,6 +63,7 @@ class GateEvaluation:
     threshold: float
     metrics: EventMetrics | None = None
     reasons: tuple[str, ...] = ()
+    blind: BlindScore | None = None
 
     def to_json(self) -> dict[str, Any]:
         unsupported = {
@@ -79,7 +80,13 @@ class GateEvaluation:
             "threshold": self.threshold,
             "heldOutSessions": self.support.sessions,
             "gateReasons": list(self.reasons),
+            **self.camera_json(),
         }
+
+    def camera_json(self) -> dict[str, Any]:
+        if self.blind is None:
+            return {}
+        return {"blind": self.blind.to_json(), "visionGain": self.blind.vision_gain}
 
 
 def gate_evaluation(
@@ -92,9 +99,10 @@ def gate_evaluation(
         status = unevaluated_status(support, len(validation))
         return GateEvaluation(status, len(validation), support, threshold)
     measured = evaluate(model, validation, scoring, should_stop)
-    reasons = gate_reasons(measured, job.gate, len(validation), support)
+    blind = blind_score(model, validation, scoring, measured, should_stop)
+    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.vision_gain)
     return GateEvaluation(
-        gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons)
+        gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons), blind
     )
 
 
@@ -160,6 +168,14 @@ def audit_inputs(
         "naturalTrainingCommandFrequency": scoring.frequencies[:slots].tolist(),
         "sampledCommandFrequency": pool.fires.mean(axis=0)[:slots].tolist(),
     }
+
+
+def each_step(*callbacks: Callable[[int], None]) -> Callable[[int], None]:
+    def on_step(step: int) -> None:
+        for callback in callbacks:
+            callback(step)
+
+    return on_step
 
 
 def periodic_evaluation(

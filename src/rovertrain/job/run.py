@@ -26,6 +26,7 @@ from rovertrain.job.steps import (
     finish_trained,
     finish_untrained,
     hyperparameters,
+    optimizer_settings,
     progress_reporter,
     restore_policy,
 )
@@ -73,6 +74,7 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.evaluate import evaluate
     from rovertrain.learn.losses import loss_setup
+    from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
     from rovertrain.store.resume import load_resume
 
@@ -101,6 +103,7 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     control.enter(Phase.TRAIN)
     hyper = hyperparameters(config)
     model, optimizer = restore_policy(state, hyper)
+    diagnostics.optimizer(optimizer_settings(optimizer))
     setup = loss_setup(pool, dataset.schema)
     scoring = ev.scoring_for(job, dataset)
     audit_windows = ev.audit_windows(pool)
@@ -108,19 +111,26 @@ def run_steps(job: Job, job_id: str, root: Path, stream: EventStream, control: J
     audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
     diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
 
-    # 6. Train until the passes end, maxStepsPerJob, the budget or a stop request.
+    # 6. Train until it converges, the passes end, maxStepsPerJob, the budget or a stop
+    #    request; keep the best weights by the selection signal.
     deadline = training_deadline(config.maxJobSeconds, len(validation))
     plan = TrainingPlan(pool, setup, hyper, job.seed, state.steps, state.examples, deadline)
-    on_step = ev.periodic_evaluation(
+    best = BestWeights(
+        model, dataset.selection, setup, config.batchSize, config.selectEverySteps, config.patience
+    )
+    periodic = ev.periodic_evaluation(
         stream, config.evalEverySteps, model, validation, scoring, setup
     )
-    result = train(model, optimizer, plan, control, progress_reporter(stream, control), on_step)
+    on_step = ev.each_step(best.on_step, periodic)
+    reporter = progress_reporter(stream, control)
+    result = train(model, optimizer, plan, control, reporter, on_step, best.converged)
     diagnostics.training(result)
     if result.steps == 0:
         return finish_untrained(
             stream, control, dataset, diagnostics, "No training steps completed"
         )
     steps, examples = state.steps + result.steps, state.examples + result.examples
+    diagnostics.selection(best.finish(steps).to_json())
 
     # 7. Evaluate on held-out sessions against the imitation gate; audits and probe.
     control.enter(Phase.EVALUATE)

@@ -65,6 +65,7 @@ def hyperparameters(config: Config) -> Hyperparameters:
         max_steps=config.maxStepsPerJob,
         augment=config.augment,
         bf16=uses_bf16(config.precision),
+        value_history_dropout=config.valueHistoryDropout,
     )
 
 
@@ -89,7 +90,22 @@ def restore_policy(
                 "The resume state does not fit this policy.",
                 str(error),
             ) from None
+        # load_state_dict restores the saved job's learning rate and weight decay; this
+        # job's settings are the ones it reports, so they are the ones it must use.
+        apply_hyperparameters(optimizer, hyper)
     return model, optimizer
+
+
+def apply_hyperparameters(optimizer: torch.optim.Optimizer, hyper: Hyperparameters) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = hyper.learning_rate
+        group["weight_decay"] = hyper.weight_decay
+
+
+def optimizer_settings(optimizer: torch.optim.Optimizer) -> dict[str, float]:
+    """What the optimizer actually uses (`diagnostics.optimizer`)."""
+    group = optimizer.param_groups[0]
+    return {"learningRate": float(group["lr"]), "weightDecay": float(group["weight_decay"])}
 
 
 def progress_reporter(

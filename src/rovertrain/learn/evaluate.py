@@ -10,10 +10,12 @@ import torch
 
 from rovertrain.data.command_schema import SLOTS, VALUES, Schema
 from rovertrain.data.dataset import WindowSet
+from rovertrain.data.observation import BLIND_GREY
 from rovertrain.learn.batches import batch_tensors
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.metrics import EventMetrics, event_metrics
 from rovertrain.learn.policy import Policy
+from rovertrain.runtime.state import last_values_of, recency_of
 
 BATCHES_PER_CHUNK = 4
 
@@ -46,8 +48,11 @@ def predict(
     batch_size: int,
     should_stop: Callable[[], bool] = never,
     setup: LossSetup | None = None,
+    blind: bool = False,
 ) -> Predictions:
-    """Event probabilities and values for every window, and the loss if `setup` is given."""
+    """Event probabilities and values for every window, and the loss if `setup` is given.
+
+    `blind`: every frame replaced by the constant BLIND_GREY picture (the camera baseline)."""
     was_training = model.training
     model.eval()
     chunk = max(1, batch_size) * BATCHES_PER_CHUNK
@@ -63,7 +68,10 @@ def predict(
                 break
             window = slice(start, min(len(windows), start + chunk))
             batch = batch_tensors(windows, window)
-            logits, predicted = model(batch.channels_last_images(), batch.states)
+            images = batch.channels_last_images()
+            if blind:
+                images = torch.full_like(images, BLIND_GREY)
+            logits, predicted = model(images, batch.states)
             result.probabilities[window] = torch.sigmoid(logits.float()).numpy()
             result.values[window] = predicted.float().numpy()
             if setup is not None:
@@ -86,21 +94,31 @@ def score(predictions: Predictions, windows: WindowSet, scoring: Scoring) -> Eve
         windows.available[:done].astype(bool),
         scoring.schema,
         scoring.frequencies,
+        (last_values_of(windows.states[:done]), recency_of(windows.states[:done])),
     )
 
 
 def evaluate(
-    model: Policy, windows: WindowSet, scoring: Scoring, should_stop: Callable[[], bool] = never
+    model: Policy,
+    windows: WindowSet,
+    scoring: Scoring,
+    should_stop: Callable[[], bool] = never,
+    blind: bool = False,
 ) -> EventMetrics:
-    return score(predict(model, windows, scoring.batch_size, should_stop), windows, scoring)
+    predictions = predict(model, windows, scoring.batch_size, should_stop, blind=blind)
+    return score(predictions, windows, scoring)
 
 
 @dataclass(frozen=True)
-class HeldOutCurve:
-    """One point of the learning curve on unseen sessions (the `evaluation` event)."""
+class BlindScore:
+    """The same weights with a constant grey camera: what the state vector alone achieves."""
 
     metrics: EventMetrics
-    loss: float
+    f1_with_camera: float
+
+    @property
+    def vision_gain(self) -> float:
+        return self.f1_with_camera - self.metrics.f1
 
     def to_json(self) -> dict[str, float | int]:
         m = self.metrics
@@ -111,8 +129,45 @@ class HeldOutCurve:
             "stopRecall": m.stop_recall,
             "movementRecall": m.movement_recall,
             "numericMse": m.numeric_mse,
+            "changeRecall": m.hold_last.changes.recall if m.hold_last else 0.0,
+        }
+
+
+def blind_score(
+    model: Policy,
+    windows: WindowSet,
+    scoring: Scoring,
+    with_camera: EventMetrics,
+    should_stop: Callable[[], bool] = never,
+) -> BlindScore:
+    return BlindScore(evaluate(model, windows, scoring, should_stop, blind=True), with_camera.f1)
+
+
+@dataclass(frozen=True)
+class HeldOutCurve:
+    """One point of the learning curve on unseen sessions (the `evaluation` event)."""
+
+    metrics: EventMetrics
+    loss: float
+    blind: BlindScore
+
+    def to_json(self) -> dict[str, float | int | dict[str, float | int] | None]:
+        m = self.metrics
+        changes = m.hold_last.changes if m.hold_last else None
+        return {
+            "precision": m.precision,
+            "recall": m.recall,
+            "f1": m.f1,
+            "stopRecall": m.stop_recall,
+            "movementRecall": m.movement_recall,
+            "numericMse": m.numeric_mse,
             "windows": m.windows,
             "heldOutLoss": self.loss,
+            "changeRecall": changes.recall if changes else None,
+            "changeNumericMse": changes.numeric_mse if changes else None,
+            "valueErrorVsHoldLast": m.value_error_vs_hold_last(),
+            "visionGain": self.blind.vision_gain,
+            "blind": self.blind.to_json(),
         }
 
 
@@ -121,4 +176,5 @@ def held_out_curve(
 ) -> HeldOutCurve:
     predictions = predict(model, windows, scoring.batch_size, setup=setup)
     assert predictions.loss is not None
-    return HeldOutCurve(score(predictions, windows, scoring), predictions.loss)
+    metrics = score(predictions, windows, scoring)
+    return HeldOutCurve(metrics, predictions.loss, blind_score(model, windows, scoring, metrics))

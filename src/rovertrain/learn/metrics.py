@@ -53,6 +53,88 @@ class SlotMetrics:
         }
 
 
+CHANGE_TOLERANCE = 0.05
+"""A command whose values all lie within this of the last command of its type is a re-send."""
+
+
+def command_changes(
+    actual: np.ndarray,
+    target_values: np.ndarray,
+    available: np.ndarray,
+    last_values: np.ndarray,
+    recency: np.ndarray,
+) -> np.ndarray:
+    """bool [N, slots]: the command events that change what the rover does.
+
+    An event of type s changes something when s was never sent before, when another type was
+    sent more recently than s (a type change), or when one of its values differs from the last
+    command of type s by more than CHANGE_TOLERANCE. Every other event is a re-send (a keepalive
+    or a repeated key press). `last_values`/`recency` come from the state vector
+    (`runtime.state.last_values_of` / `recency_of`); recency saturates at 10 s, so two types
+    both silent for longer than that do not count as a type change.
+    """
+    slots = actual.shape[1]
+    recency = recency[:, :slots]
+    never_sent = ~np.isfinite(recency)
+    newest = recency.min(axis=1, keepdims=True)
+    type_change = never_sent | (recency > newest)
+    differs = np.abs(target_values[:, :slots] - last_values[:, :slots]) > CHANGE_TOLERANCE
+    value_change = (differs & available[:, :slots]).any(axis=2)
+    changes: np.ndarray = actual & (type_change | value_change)
+    return changes
+
+
+@dataclass(frozen=True)
+class KindScore:
+    """Recall and value error over one kind of command event (changes, or re-sends)."""
+
+    events: int
+    recall: float
+    numeric_mse: float | None
+    hold_last_mse: float | None
+
+    @staticmethod
+    def of(
+        selected: np.ndarray,
+        predicted: np.ndarray,
+        errors: np.ndarray,
+        held: np.ndarray,
+        available: np.ndarray,
+    ) -> KindScore:
+        events = int(selected.sum())
+        mask = available & selected[:, :, None]
+        return KindScore(
+            events=events,
+            recall=float((predicted & selected).sum() / events) if events else 0.0,
+            numeric_mse=float(errors[mask].mean()) if mask.any() else None,
+            hold_last_mse=float(held[mask].mean()) if mask.any() else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "recall": self.recall,
+            "numericMse": self.numeric_mse,
+            "holdLastNumericMse": self.hold_last_mse,
+        }
+
+
+@dataclass(frozen=True)
+class HoldLast:
+    """The hold-last-command baseline on values, and the change/re-send split of the events."""
+
+    numeric_mse: float | None  # None: no value-bearing event
+    changes: KindScore
+    resends: KindScore
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "holdLastNumericMse": self.numeric_mse,
+            "changes": self.changes.to_json(),
+            "resends": self.resends.to_json(),
+        }
+
+
 @dataclass(frozen=True)
 class EventMetrics:
     """How well predicted command events match the human's, over a set of windows."""
@@ -68,6 +150,14 @@ class EventMetrics:
     movement_recall: float
     per_slot: tuple[SlotMetrics, ...]
     baselines: tuple[BaselineScore, ...]
+    hold_last: HoldLast | None = None
+
+    def value_error_vs_hold_last(self) -> float | None:
+        """Value MSE over the hold-last baseline's (1: no better than repeating the last
+        command); None when the baseline is exact or there is nothing to compare."""
+        if self.hold_last is None or not self.hold_last.numeric_mse:
+            return None
+        return self.numeric_mse / self.hold_last.numeric_mse
 
     @property
     def precision(self) -> float:
@@ -97,6 +187,8 @@ class EventMetrics:
             "movementRecall": self.movement_recall,
             "perSlot": [slot.to_json() for slot in self.per_slot],
             "baselines": {"trainingFrequency": [row.to_json() for row in self.baselines]},
+            **(self.hold_last.to_json() if self.hold_last is not None else {}),
+            **({"valueErrorVsHoldLast": self.value_error_vs_hold_last()} if self.hold_last else {}),
         }
 
 
@@ -125,7 +217,10 @@ def event_metrics(
     available: np.ndarray,
     schema: Schema,
     frequencies: np.ndarray,
+    history: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EventMetrics:
+    """`history`: (last values [N, SLOTS, VALUES], recency [N, SLOTS]) from the windows' state
+    vectors, for the hold-last baseline and the change/re-send split; None to skip them."""
     slots = len(schema)
     predicted = predicted[:, :slots]
     actual = actual[:, :slots]
@@ -154,6 +249,17 @@ def event_metrics(
             hits[slot["role"]][0] += n_actual
             hits[slot["role"]][1] += tp
     (stop_actual, stop_hit), (movement_actual, movement_hit) = hits["stop"], hits["movement"]
+    hold_last = None
+    if history is not None:
+        last_values, recency = history
+        held = (last_values[:, :slots] - target_values[:, :slots]) ** 2
+        changes = command_changes(actual, target_values, available, last_values, recency)
+        value_available = available[:, :slots]
+        hold_last = HoldLast(
+            numeric_mse=float(held[mask].mean()) if mask.any() else None,
+            changes=KindScore.of(changes, predicted, errors, held, value_available),
+            resends=KindScore.of(actual & ~changes, predicted, errors, held, value_available),
+        )
     return EventMetrics(
         windows=int(actual.shape[0]),
         positive_actions=int(actual.sum()),
@@ -166,6 +272,7 @@ def event_metrics(
         movement_recall=movement_hit / movement_actual if movement_actual else 0.0,
         per_slot=tuple(per_slot),
         baselines=frequency_baselines(actual, frequencies),
+        hold_last=hold_last,
     )
 
 

@@ -14,7 +14,7 @@ import torch
 
 from rovertrain.data.dataset import WindowSet
 from rovertrain.errors import ErrorCode, RovertrainError
-from rovertrain.learn.batches import augment, batch_tensors
+from rovertrain.learn.batches import augment, batch_tensors, drop_value_history
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy
 
@@ -33,6 +33,7 @@ class StopCause(StrEnum):
     STOP_REQUESTED = "stop requested"
     TIME_BUDGET = "time budget"
     MAX_STEPS = "maxStepsPerJob"
+    CONVERGED = "converged"
 
     def publication_blocker(self) -> str | None:
         """Running out of budget is a reason not to promote; other causes are not."""
@@ -59,6 +60,7 @@ class Hyperparameters:
     max_steps: int
     augment: bool
     bf16: bool
+    value_history_dropout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,9 @@ def train(
     control: TrainingControl,
     on_progress: Callable[[TrainingProgress], None],
     on_step: Callable[[int], None] = lambda steps: None,
+    converged: Callable[[], bool] = lambda: False,
 ) -> TrainResult:
+    """`on_step(steps)` after every step; `converged()` ends training (StopCause.CONVERGED)."""
     result = TrainResult()
     hyper = plan.hyper
     steps, examples = plan.start_steps, plan.start_examples
@@ -136,6 +140,8 @@ def train(
             return StopCause.TIME_BUDGET
         if out_of_steps():
             return StopCause.MAX_STEPS
+        if converged():
+            return StopCause.CONVERGED
         return None
 
     started = time.monotonic()
@@ -154,9 +160,10 @@ def train(
             batch = batch_tensors(plan.pool, chosen)
             images = augment(batch.images, generator) if hyper.augment else batch.images
             images = images.contiguous(memory_format=torch.channels_last)
+            states = drop_value_history(batch.states, hyper.value_history_dropout, generator)
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=hyper.bf16):
-                logits, predictions = model(images, batch.states)
+                logits, predictions = model(images, states)
             event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
             loss = event_loss + value_loss
             loss_value = float(loss.item())

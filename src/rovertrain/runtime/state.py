@@ -45,6 +45,21 @@ def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
 
 
+def last_values_of(states: np.ndarray) -> np.ndarray:
+    """The `lastValue` features of state vectors [N, SLOTS * FEATURES] as [N, SLOTS, VALUES]."""
+    per_slot = states.reshape(len(states), SLOTS, STATE_FEATURES_PER_SLOT)
+    last: np.ndarray = per_slot[:, :, :VALUES]
+    return last
+
+
+def recency_of(states: np.ndarray) -> np.ndarray:
+    """How long ago each slot was last sent, [N, SLOTS] in [0, 1] (1: 10 s or more, or never):
+    the long elapsed ramp, enough to tell which type was sent most recently."""
+    per_slot = states.reshape(len(states), SLOTS, STATE_FEATURES_PER_SLOT)
+    recency: np.ndarray = np.where(per_slot[:, :, 4] > 0, np.inf, per_slot[:, :, 6])
+    return recency
+
+
 def value_row(names: Sequence[str], values: Mapping[str, float]) -> np.ndarray:
     """A command's values in the slot's order (0 where the command did not carry one)."""
     row = np.zeros(VALUES, dtype=np.float32)

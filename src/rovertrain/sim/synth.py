@@ -1,16 +1,15 @@
-"""Synthetic driving recordings: a small, learnable world and a human-like driver.
+"""Synthetic driving recordings: the human driver model driving a simulated world, recorded
+as a browser teleop page would (video + command log + session.json).
 
-The camera sees a road whose curve and the rover's position on it decide the steering, and
-cones that make the driver stop. The driver reacts 150-300 ms late and with noise, sends
-`drive` when its controls change beyond a deadband and as a keepalive about every 500 ms while
-moving, repeats `stop` while a cone blocks the way, and sometimes idles. Videos are VP8 WebM
-like a browser's MediaRecorder, with a per-session capture offset.
+The worlds, the driver and the physics live in `worlds`, `drivers` and `world`; this module
+only records: frames at the session's frame rate with a per-session capture offset, encoded
+like the world's recorder does (road: VP8 WebM like a browser's MediaRecorder; warehouse:
+H.264 MP4 or VP9 WebM, chosen per session), and the commands the driver sent.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 from collections.abc import Callable
@@ -23,172 +22,52 @@ import numpy as np
 
 from rovertrain.data.partition import is_held_out
 from rovertrain.data.recording import FORMAT
+from rovertrain.sim.render import HEIGHT, WIDTH
+from rovertrain.sim.rollout import run_controller
+from rovertrain.sim.world import World
+from rovertrain.sim.worlds import WORLDS, Scenario, build
 from rovertrain.store.layout import Layout
 
-WIDTH, HEIGHT = 320, 240
-HORIZON = 84
-STEP_MS = 10
-KEEPALIVE_MS = 500
 ROVERS = ("rover-ash", "rover-birch", "rover-cedar")
 PROFILES = ("gamepad", "keyboard")
+DEFAULT_WORLD = "road"
 
 
-@dataclass
-class World:
-    s: float = 0.0  # distance along the road
-    x: float = 0.0  # lateral offset (road half width is 1)
-    heading: float = 0.0
-    speed: float = 0.0
-    turn: float = 0.0
-    cone: float | None = None  # distance of the next cone along the road
-    cone_clear_at: float | None = None
+@dataclass(frozen=True)
+class VideoFormat:
+    container: str  # PyAV format name
+    codec: str
+    file: str
+    options: dict[str, str]
 
 
-def curvature(s: float, phases: tuple[float, float, float]) -> float:
-    a, b, c = phases
-    return 0.55 * math.sin(s / 9.0 + a) + 0.3 * math.sin(s / 4.3 + b) + 0.15 * math.sin(s / 2.1 + c)
-
-
-class Renderer:
-    def __init__(self, rng: np.random.Generator):
-        self.columns = np.arange(WIDTH, dtype=np.float32)[None, :]
-        rows = np.arange(HEIGHT - HORIZON, dtype=np.float32)
-        self.depth = 60.0 / (rows + 3.0)  # metres ahead for each ground row
-        self.grass = rng.integers(-18, 18, size=(HEIGHT - HORIZON, WIDTH), dtype=np.int16)
-        self.sky = np.zeros((HORIZON, WIDTH, 3), dtype=np.uint8)
-        self.sky[:] = (150, 190, 235)
-
-    def frame(self, world: World, phases: tuple[float, float, float], light: float) -> np.ndarray:
-        depth = self.depth[:, None]
-        ahead = np.array([curvature(world.s + d, phases) for d in self.depth[::8]])
-        bend = np.repeat(ahead, 8)[: len(self.depth)][:, None]
-        lateral = -world.x - world.heading * depth + 0.05 * bend * depth**2
-        focal = 160.0
-        centre = WIDTH / 2 + focal * lateral / depth
-        half = focal * 1.0 / depth
-        ground = np.empty((HEIGHT - HORIZON, WIDTH, 3), dtype=np.int16)
-        ground[:] = (70, 140, 60)
-        ground += self.grass[:, :, None]
-        road = np.abs(self.columns - centre) < half
-        ground[road] = (105, 105, 110)
-        stripe = (np.abs(self.columns - centre) < np.maximum(1.0, half * 0.06)) & (
-            ((world.s + depth) % 2.0) < 1.0
-        )
-        ground[stripe] = (235, 235, 235)
-        if world.cone is not None:
-            distance = world.cone - world.s
-            if 0.5 < distance < 40:
-                row = round(60.0 / distance - 3.0)
-                if 0 <= row < HEIGHT - HORIZON:
-                    height = max(3, int(160.0 / distance))
-                    cx = WIDTH / 2 + focal * (-world.x - world.heading * distance) / distance
-                    top = max(0, row - height)
-                    for r in range(top, row + 1):
-                        w = (r - top + 1) / (row - top + 1) * height * 0.35 + 1
-                        lo, hi = int(max(0, cx - w)), int(min(WIDTH, cx + w))
-                        if lo < hi:
-                            ground[r, lo:hi] = (245, 110, 20)
-        image = np.concatenate([self.sky.astype(np.int16), ground], axis=0)
-        image = image.astype(np.float32) * light
-        clipped: np.ndarray = np.clip(image, 0, 255).astype(np.uint8)
-        return clipped
+VP8 = VideoFormat("webm", "libvpx", "camera.webm", {"deadline": "realtime", "cpu-used": "8"})
+VP9 = VideoFormat(
+    "webm", "libvpx-vp9", "camera.webm", {"deadline": "realtime", "cpu-used": "8", "row-mt": "0"}
+)
+H264 = VideoFormat("mp4", "libx264", "camera.mp4", {"preset": "ultrafast", "tune": "zerolatency"})
 
 
 def simulate_session(
-    rng: random.Random,
+    scenario: Scenario,
     seconds: float,
-    profile: str,
     offset_ms: float,
     fps: int,
-    on_frame: Callable[[World, tuple[float, float, float], float], None],
+    on_frame: Callable[[np.ndarray], None],
 ) -> list[dict[str, Any]]:
-    phases = (rng.uniform(0, 6.3), rng.uniform(0, 6.3), rng.uniform(0, 6.3))
-    reaction_ms = rng.uniform(150, 300)
-    world = World()
-    history: list[tuple[float, float, float, float | None]] = []
-    commands: list[dict[str, Any]] = []
-    last_drive = -math.inf
-    last_stop = -math.inf
-    sent_turn, sent_speed = 0.0, 0.0
-    moving = False
-    stopped_for_cone = False
-    idle_until = -math.inf
-    next_idle = rng.uniform(30_000, 60_000)
-    next_cone = rng.uniform(6_000, 14_000)
-    light = 1.0
+    """The human driver drives `scenario` for `seconds`; `on_frame` gets every camera frame
+    (one every 1000/fps ms from offset_ms); returns the command log."""
     frame_interval = 1000.0 / fps
     next_frame = offset_ms
-    end_ms = seconds * 1000.0
-    t = 0.0
-    keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
 
-    def send(kind: str, values: dict[str, float] | None = None) -> None:
-        item: dict[str, Any] = {"t": round(t + rng.uniform(0, 4), 1), "type": kind}
-        if values is not None:
-            item["values"] = values
-        commands.append(item)
-
-    while t < end_ms:
-        history.append((world.x, world.heading, world.s, world.cone))
-        lag = min(len(history) - 1, int(reaction_ms / STEP_MS))
-        seen_x, seen_heading, seen_s, seen_cone = history[-1 - lag]
-        if len(history) > 100:
-            del history[:50]
-        cone_close = seen_cone is not None and seen_cone - seen_s < 4.0
-        if t >= next_cone and world.cone is None and moving:
-            world.cone = world.s + 16.0
-            next_cone = t + rng.uniform(14_000, 26_000)
-        if world.cone is not None and world.cone_clear_at is not None and t >= world.cone_clear_at:
-            world.cone, world.cone_clear_at = None, None
-        if t >= next_idle and moving and world.cone is None:
-            idle_until = t + rng.uniform(3_000, 6_000)
-            next_idle = t + rng.uniform(40_000, 70_000)
-            send("drive", {"speed": 0.0, "turn": 0.0})
-            sent_speed, sent_turn, moving = 0.0, 0.0, False
-            world.speed, world.turn = 0.0, 0.0
-            last_drive = t
-        if cone_close:
-            if not stopped_for_cone or t - last_stop >= keepalive:
-                send("stop")
-                last_stop = t
-                if not stopped_for_cone:
-                    world.cone_clear_at = t + rng.uniform(2_000, 3_500)
-                stopped_for_cone = True
-                moving = False
-                world.speed, world.turn = 0.0, 0.0
-        elif t >= idle_until:
-            stopped_for_cone = False
-            bend = curvature(seen_s + 3.0, phases)
-            turn = bend * 0.9 - 0.8 * seen_x - 1.2 * seen_heading + rng.gauss(0, 0.03)
-            speed = 0.75 - 0.3 * abs(bend)
-            if profile == "keyboard":
-                # Arrow keys: half or full turn; a key changes only on a clear need.
-                if abs(turn - sent_turn) > 0.4:
-                    sent_key = round(max(-1.0, min(1.0, turn)) * 2) / 2
-                else:
-                    sent_key = sent_turn
-                turn, speed = sent_key, 0.6
-            turn = round(max(-1.0, min(1.0, turn)), 2)
-            speed = round(speed, 2)
-            changed = abs(turn - sent_turn) > 0.15 or abs(speed - sent_speed) > 0.1
-            if not moving or changed or t - last_drive >= keepalive:
-                send("drive", {"speed": speed, "turn": turn})
-                sent_speed, sent_turn, moving = speed, turn, True
-                world.speed, world.turn = speed, turn
-                last_drive = t
-                keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
-        # Physics.
-        dt = STEP_MS / 1000.0
-        world.s += world.speed * 4.0 * dt
-        world.heading += (world.turn - curvature(world.s, phases)) * 0.8 * dt * (world.speed > 0)
-        world.heading = max(-0.6, min(0.6, world.heading))
-        world.x = max(-1.6, min(1.6, world.x + world.heading * world.speed * 4.0 * dt))
-        while next_frame <= t:
-            light = max(0.75, min(1.25, light + rng.gauss(0, 0.01)))
-            on_frame(world, phases, light)
+    def camera(world: World) -> None:
+        nonlocal next_frame
+        while next_frame <= world.t_ms:
+            on_frame(world.render())
             next_frame += frame_interval
-        t += STEP_MS
-    return commands
+
+    trace = run_controller(scenario.world, scenario.human, seconds, after_move=camera)
+    return [command.record() for command in trace.commands]
 
 
 def shuffle_times(commands: list[dict[str, Any]], rng: random.Random, end_ms: float) -> None:
@@ -201,38 +80,51 @@ def shuffle_times(commands: list[dict[str, Any]], rng: random.Random, end_ms: fl
 
 
 def write_session(
-    root: Path, session_id: str, index: int, seed: int, minutes: float, shuffle: bool
+    root: Path,
+    session_id: str,
+    index: int,
+    seed: int,
+    minutes: float,
+    shuffle: bool,
+    world: str = DEFAULT_WORLD,
 ) -> dict[str, Any]:
     import av
 
     rng = random.Random(f"{seed}:{session_id}")
-    fps = rng.choice((15, 20, 24))
-    offset_ms = round(rng.uniform(40, 160), 1)
+    if world == DEFAULT_WORLD:  # the original draws, in their order: same seed, same data
+        fps = rng.choice((15, 20, 24))
+        offset_ms = round(rng.uniform(40, 160), 1)
+        video = VP8
+    else:
+        fps = rng.choice((15, 20, 25, 30))
+        offset_ms = round(rng.uniform(20, 200), 1)
+        video = rng.choice((H264, VP9))
     profile = PROFILES[index % len(PROFILES)]
     rover = ROVERS[index % len(ROVERS)]
     directory = Layout(root).recording_dir(session_id)
     directory.mkdir(parents=True, exist_ok=True)
-    renderer = Renderer(np.random.default_rng(rng.randrange(2**32)))
-    video_path = directory / "camera.webm"
-    temporary = directory / ".camera.webm.tmp"
-    with av.open(str(temporary), mode="w", format="webm") as container:
-        stream = container.add_stream("libvpx", rate=fps)
+    scenario = build(world, rng, profile, rng.randrange(2**32))
+    video_path = directory / video.file
+    temporary = directory / f".{video.file}.tmp"
+    with av.open(str(temporary), mode="w", format=video.container) as container:
+        stream = container.add_stream(video.codec, rate=fps)
+        assert isinstance(stream, av.VideoStream)
         stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
         stream.bit_rate = 600_000
-        stream.codec_context.options = {"deadline": "realtime", "cpu-used": "8"}
+        stream.codec_context.options = dict(video.options)
         stream.codec_context.thread_count = 1
         frame_index = 0
 
-        def on_frame(world: World, phases: tuple[float, float, float], light: float) -> None:
+        def on_frame(image: np.ndarray) -> None:
             nonlocal frame_index
-            frame = av.VideoFrame.from_ndarray(renderer.frame(world, phases, light), format="rgb24")
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = frame_index
             frame.time_base = Fraction(1, fps)
             frame_index += 1
             for packet in stream.encode(frame):
                 container.mux(packet)
 
-        commands = simulate_session(rng, minutes * 60, profile, offset_ms, fps, on_frame)
+        commands = simulate_session(scenario, minutes * 60, offset_ms, fps, on_frame)
         for packet in stream.encode():
             container.mux(packet)
     os.replace(temporary, video_path)
@@ -247,15 +139,23 @@ def write_session(
         "roverId": rover,
         "controlProfile": profile,
         "startedAt": "2026-11-01T12:00:00Z",
-        "video": {"file": "camera.webm", "offsetMs": offset_ms},
+        "video": {"file": video.file, "offsetMs": offset_ms},
         "commands": {"file": "commands.ndjson"},
-        "commandRoles": {"stop": "stop", "drive": "movement"},
+        "commandRoles": dict(scenario.kind.roles),
     }
     (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return {"sessionId": session_id, "frames": frame_index, "commands": len(commands), "fps": fps}
+    result: dict[str, Any] = {
+        "sessionId": session_id,
+        "frames": frame_index,
+        "commands": len(commands),
+        "fps": fps,
+    }
+    if world != DEFAULT_WORLD:
+        result.update(world=world, codec=video.codec)
+    return result
 
 
-def session_ids(count: int, seed: int) -> list[str]:
+def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
     """Deterministic ids with max(2, count // 5) held out when count allows it.
 
     A demo data set must exercise the held-out evaluation; the partition itself is the
@@ -267,7 +167,7 @@ def session_ids(count: int, seed: int) -> list[str]:
     held = train = 0
     candidate = 0
     while len(chosen) < count:
-        name = f"drive-{seed}-{candidate:04d}"
+        name = f"{WORLDS[world].session_prefix}-{seed}-{candidate:04d}"
         candidate += 1
         if is_held_out(name):
             if held < held_target or train >= train_target:
@@ -279,9 +179,9 @@ def session_ids(count: int, seed: int) -> list[str]:
     return chosen
 
 
-def _write_one(args: tuple[str, str, int, int, float, bool]) -> dict[str, Any]:
-    root, session_id, index, seed, minutes, shuffle = args
-    return write_session(Path(root), session_id, index, seed, minutes, shuffle)
+def _write_one(args: tuple[str, str, int, int, float, bool, str]) -> dict[str, Any]:
+    root, session_id, index, seed, minutes, shuffle, world = args
+    return write_session(Path(root), session_id, index, seed, minutes, shuffle, world)
 
 
 def write_dataset(
@@ -292,13 +192,18 @@ def write_dataset(
     *,
     shuffle_commands: bool = False,
     workers: int = 2,
+    world: str = DEFAULT_WORLD,
 ) -> dict[str, Any]:
     import multiprocessing
 
     root = Path(out).resolve()
     Layout(root).recordings.mkdir(parents=True, exist_ok=True)
-    ids = session_ids(sessions, seed)
-    tasks = [(str(root), sid, i, seed, minutes, shuffle_commands) for i, sid in enumerate(ids)]
+    if world not in WORLDS:
+        raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
+    ids = session_ids(sessions, seed, world)
+    tasks = [
+        (str(root), sid, i, seed, minutes, shuffle_commands, world) for i, sid in enumerate(ids)
+    ]
     if workers > 1 and len(tasks) > 1:
         with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
             written = pool.map(_write_one, tasks)
@@ -307,12 +212,15 @@ def write_dataset(
     job = default_job(root, ids, seed)
     job_path = root / "job.json"
     job_path.write_text(json.dumps(job, indent=2) + "\n")
-    return {
+    result = {
         "root": str(root),
         "job": str(job_path),
         "sessions": written,
         "heldOut": [sid for sid in ids if is_held_out(sid)],
     }
+    if world != DEFAULT_WORLD:
+        result["world"] = world
+    return result
 
 
 def default_job(root: Path, sessions: list[str], seed: int) -> dict[str, Any]:

@@ -1,0 +1,251 @@
+"""Controllers: who sends the commands. Each is asked once per 10 ms tick, `act(world, camera)`,
+and returns the commands it sends now; the rollout applies them to the world.
+
+- `HumanDriver`: the recorded human model. It sees the world `reaction_ms` late and with
+  noise, sends `drive` when its controls change beyond a deadband and as a keepalive about
+  every 500 ms while moving, repeats `stop` while an obstacle blocks the way, sometimes idles,
+  and (where the world has bystanders) warns them with the world's `other` command.
+- `Copycat`: repeats its last command (after one opening command), what a model that copies
+  the command history does when it drives itself.
+- `PolicyDriver`: a policy with the `RoverPolicy` interface, ticked every 100 ms with the
+  camera frame (or a grey one: blind); its own commands are fed back with `observe_command`,
+  exactly as on a rover.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from rovertrain.sim.render import HEIGHT, WIDTH
+from rovertrain.sim.world import World
+
+Camera = Callable[[], np.ndarray]
+KEEPALIVE_MS = 500
+GREY = 128
+
+
+@dataclass(frozen=True)
+class SentCommand:
+    t: float  # ms on the command clock, as recorded
+    type: str
+    values: dict[str, float] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The command log line (key order as the recording format's examples)."""
+        item: dict[str, Any] = {"t": self.t, "type": self.type}
+        if self.values is not None:
+            item["values"] = self.values
+        return item
+
+
+class Controller(Protocol):
+    name: str
+
+    def act(self, world: World, camera: Camera) -> list[SentCommand]: ...
+
+
+@dataclass(frozen=True)
+class DriverStyle:
+    """How a human drives in one world (the same rules, other numbers)."""
+
+    lookahead: float = 3.0
+    stop_distance: float = 4.0
+    cruise: float = 0.75
+    slow_in_bends: float = 0.3
+    keyboard_speed: float = 0.6
+    idle_every_ms: tuple[float, float] = (40_000.0, 70_000.0)
+    idle_for_ms: tuple[float, float] = (3_000.0, 6_000.0)
+    warn_type: str | None = None
+    warn_distance: float = 7.0
+
+
+class HumanDriver:
+    """The human-like driver the recordings are made with (see the module docstring)."""
+
+    name = "human"
+
+    def __init__(
+        self,
+        rng: random.Random,
+        profile: str,
+        reaction_ms: float,
+        first_idle_ms: float,
+        keepalive_ms: float,
+        style: DriverStyle,
+    ):
+        self.rng, self.profile, self.style = rng, profile, style
+        self.reaction_ms = reaction_ms
+        self.next_idle = first_idle_ms
+        self.keepalive = keepalive_ms
+        self.history: list[tuple[float, float, float, float | None]] = []
+        self.obstacle_seen: float | None = None  # the obstacle as of the previous tick
+        self.last_drive = -math.inf
+        self.last_stop = -math.inf
+        self.sent_turn, self.sent_speed = 0.0, 0.0
+        self.moving = False
+        self.stopped_for_obstacle = False
+        self.idle_until = -math.inf
+        self.warned: set[float] = set()
+
+    def act(self, world: World, camera: Camera) -> list[SentCommand]:
+        t, pose, rng, style = world.t_ms, world.pose, self.rng, self.style
+        sent: list[SentCommand] = []
+
+        def send(kind: str, values: dict[str, float] | None = None) -> None:
+            sent.append(SentCommand(round(t + rng.uniform(0, 4), 1), kind, values))
+
+        # What the eyes saw reaction_ms ago (an obstacle registers one tick after it appears).
+        self.history.append((pose.x, pose.heading, pose.s, self.obstacle_seen))
+        self.obstacle_seen = None if world.obstacle is None else world.obstacle.at
+        lag = min(len(self.history) - 1, int(self.reaction_ms / 10))
+        seen_x, seen_heading, seen_s, seen_obstacle = self.history[-1 - lag]
+        if len(self.history) > 100:
+            del self.history[:50]
+        blocked = seen_obstacle is not None and seen_obstacle - seen_s < style.stop_distance
+        if t >= self.next_idle and self.moving and world.obstacle is None:
+            self.idle_until = t + rng.uniform(*style.idle_for_ms)
+            self.next_idle = t + rng.uniform(*style.idle_every_ms)
+            send("drive", {"speed": 0.0, "turn": 0.0})
+            self.sent_speed, self.sent_turn, self.moving = 0.0, 0.0, False
+            self.last_drive = t
+        if style.warn_type is not None:
+            for bystander in world.bystanders:
+                ahead = bystander.at - seen_s
+                if bystander.at not in self.warned and 0.0 <= ahead < style.warn_distance:
+                    self.warned.add(bystander.at)
+                    send(style.warn_type)
+        if blocked:
+            if not self.stopped_for_obstacle or t - self.last_stop >= self.keepalive:
+                send("stop")
+                self.last_stop = t
+                self.stopped_for_obstacle = True
+                self.moving = False
+        elif t >= self.idle_until:
+            self.stopped_for_obstacle = False
+            bend = world.track.curvature(seen_s + style.lookahead)
+            turn = bend * 0.9 - 0.8 * seen_x - 1.2 * seen_heading + rng.gauss(0, 0.03)
+            speed = style.cruise - style.slow_in_bends * abs(bend)
+            if self.profile == "keyboard":
+                # Arrow keys: half or full turn; a key changes only on a clear need.
+                if abs(turn - self.sent_turn) > 0.4:
+                    sent_key = round(max(-1.0, min(1.0, turn)) * 2) / 2
+                else:
+                    sent_key = self.sent_turn
+                turn, speed = sent_key, style.keyboard_speed
+            turn = round(max(-1.0, min(1.0, turn)), 2)
+            speed = round(speed, 2)
+            changed = abs(turn - self.sent_turn) > 0.15 or abs(speed - self.sent_speed) > 0.1
+            if not self.moving or changed or t - self.last_drive >= self.keepalive:
+                send("drive", {"speed": speed, "turn": turn})
+                self.sent_speed, self.sent_turn, self.moving = speed, turn, True
+                self.last_drive = t
+                self.keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
+        return sent
+
+
+class Copycat:
+    """Sends one opening command, then repeats its last command every keepalive."""
+
+    name = "copycat"
+
+    def __init__(self, opening: SentCommand, keepalive_ms: float = KEEPALIVE_MS):
+        self.last = opening
+        self.keepalive_ms = keepalive_ms
+        self.next_at = opening.t
+
+    def act(self, world: World, camera: Camera) -> list[SentCommand]:
+        if world.t_ms < self.next_at:
+            return []
+        self.next_at = world.t_ms + self.keepalive_ms
+        self.last = SentCommand(world.t_ms, self.last.type, self.last.values)
+        return [self.last]
+
+
+class TickPolicy(Protocol):
+    """What `PolicyDriver` needs: `rovertrain.runtime.RoverPolicy`'s interface."""
+
+    schema: list[dict[str, Any]]
+    tick_ms: int
+
+    def reset(self) -> None: ...
+
+    def observe_command(
+        self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
+    ) -> bool: ...
+
+    def tick(self, frame: np.ndarray, t_ms: float) -> Any: ...
+
+
+def commands_from_decision(
+    t_ms: float,
+    schema: Sequence[Mapping[str, Any]],
+    fire: Mapping[str, bool],
+    values: Mapping[str, Mapping[str, float]],
+) -> list[SentCommand]:
+    """What a rover sends for one decision: a firing stop-role type wins over movement (the
+    stop is the safe choice); every firing `other` type is sent too."""
+    stops = [slot for slot in schema if slot["role"] == "stop" and fire.get(slot["type"])]
+    moves = [slot for slot in schema if slot["role"] == "movement" and fire.get(slot["type"])]
+    others = [slot for slot in schema if slot["role"] == "other" and fire.get(slot["type"])]
+    sent: list[SentCommand] = []
+    if stops:
+        sent.append(SentCommand(t_ms, str(stops[0]["type"]), None))
+    elif moves:
+        slot = moves[0]
+        named = values.get(slot["type"], {})
+        sent.append(
+            SentCommand(
+                t_ms,
+                str(slot["type"]),
+                {str(name): round(float(named.get(name, 0.0)), 4) for name in slot["values"]},
+            )
+        )
+    for slot in others:
+        named = values.get(slot["type"], {})
+        carried = {str(name): round(float(named.get(name, 0.0)), 4) for name in slot["values"]}
+        sent.append(SentCommand(t_ms, str(slot["type"]), carried or None))
+    return sent
+
+
+class PolicyDriver:
+    """A policy driving: one tick per `tick_ms` with the camera frame (grey when blind).
+
+    `opening`: the hand-over. A recording starts with the person sending the first command;
+    a policy has never seen a drive without one (every state then says "never sent"). So the
+    operator sends this command at t=0 (the rover executes it, the policy observes it) and
+    the policy drives alone from there."""
+
+    def __init__(self, policy: TickPolicy, blind: bool = False, opening: SentCommand | None = None):
+        self.policy, self.blind = policy, blind
+        self.name = "blind" if blind else "policy"
+        self.next_tick = 0.0
+        self.grey: np.ndarray | None = None
+        self.opening = opening
+        policy.reset()
+
+    def act(self, world: World, camera: Camera) -> list[SentCommand]:
+        t = world.t_ms
+        if t < self.next_tick:
+            return []
+        self.next_tick = t + self.policy.tick_ms
+        handed: list[SentCommand] = []
+        if self.opening is not None:
+            handed, self.opening = [self.opening], None
+            self.policy.observe_command(handed[0].t, handed[0].type, handed[0].values)
+        if self.blind:
+            frame = self.grey = (
+                self.grey if self.grey is not None else np.full((HEIGHT, WIDTH, 3), GREY, np.uint8)
+            )
+        else:
+            frame = camera()
+        decision = self.policy.tick(frame, t)
+        sent = commands_from_decision(t, self.policy.schema, decision.fire, decision.values)
+        for command in sent:
+            self.policy.observe_command(command.t, command.type, command.values)
+        return handed + sent

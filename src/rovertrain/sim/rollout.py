@@ -1,0 +1,387 @@
+"""Closed loop: a controller drives a world; what happened, measured.
+
+`run_controller` is the loop (10 ms ticks: scheduled events, the controller's commands, the
+physics) shared with the recording writer. `rollout_metrics` turns its `Trace` into figures
+(pure); `closed_loop_report` drives the policy and its baselines over world seeds.
+
+Definitions (docs/simulator.md): the rover is inside the lane while |offset| <= 1 (lane
+half-widths), sampled every 10 ms; an obstacle is met once the rover came within 5 m of it
+(or stopped for it); stopped before contact when the rover came to rest at most 6 m before it
+and did not touch it afterwards; collided when the rover reached it with |offset| < 0.5;
+passed when the rover went by it beside the lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
+from rovertrain.sim.world import LANE_HALF_WIDTH, MEET_DISTANCE, STEP_MS, Obstacle, World
+from rovertrain.sim.worlds import rollout_scenario
+
+BASELINES = ("human", "copycat", "blind")
+FRAME_MS = 100
+
+
+@dataclass
+class Trace:
+    """Everything one rollout did, one row per 10 ms tick."""
+
+    controller: str
+    seconds: float
+    s: list[float] = field(default_factory=list)
+    x: list[float] = field(default_factory=list)
+    commands: list[SentCommand] = field(default_factory=list)
+    obstacles: list[Obstacle] = field(default_factory=list)
+    bystanders_met: int = 0
+    bystanders_warned: int = 0
+
+
+FrameSink = Callable[[np.ndarray, World, list[SentCommand]], None]
+
+
+def run_controller(
+    world: World,
+    controller: Controller,
+    seconds: float,
+    *,
+    after_move: Callable[[World], None] | None = None,
+    on_frame: FrameSink | None = None,
+) -> Trace:
+    """Drive `world` with `controller` for `seconds`. `after_move` runs after each tick's
+    physics (the recorder's camera); `on_frame` gets a frame every 100 ms (a video)."""
+    end_ms = seconds * 1000.0
+    trace = Trace(controller.name, seconds)
+    frame: list[np.ndarray] = []
+
+    def camera() -> np.ndarray:
+        if not frame:
+            frame.append(world.render())
+        return frame[0]
+
+    recent: list[SentCommand] = []
+    while world.t_ms < end_ms:
+        world.begin_tick()
+        frame.clear()
+        sent = controller.act(world, camera)
+        for command in sent:
+            world.apply(command.type, command.values)
+        trace.commands.extend(sent)
+        if on_frame is not None:
+            recent.extend(sent)
+            if world.t_ms % FRAME_MS == 0:
+                on_frame(camera(), world, recent)
+                recent = []
+        world.move(STEP_MS)
+        trace.s.append(world.pose.s)
+        trace.x.append(world.pose.x)
+        if after_move is not None:
+            after_move(world)
+        world.end_tick(STEP_MS)
+    trace.obstacles = list(world.obstacles)
+    passed = [b for b in world.bystanders if b.at <= world.pose.s]
+    trace.bystanders_met = len(passed)
+    trace.bystanders_warned = sum(b.warned for b in passed)
+    return trace
+
+
+@dataclass(frozen=True)
+class RolloutMetrics:
+    controller: str
+    seed: int
+    seconds: float
+    in_lane_fraction: float
+    mean_abs_offset: float
+    first_departure_s: float | None
+    distance_m: float
+    obstacles_met: int
+    stopped_before_contact: int
+    collided: int
+    passed: int
+    commands_per_second: float
+    command_counts: dict[str, int]
+    bystanders_met: int
+    bystanders_warned: int
+
+    @property
+    def stop_rate(self) -> float | None:
+        return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+
+    def event_fields(self) -> dict[str, Any]:
+        return {
+            "controller": self.controller,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "inLaneFraction": round(self.in_lane_fraction, 4),
+            "meanAbsOffset": round(self.mean_abs_offset, 4),
+            "firstDepartureSeconds": self.first_departure_s,
+            "distanceMetres": round(self.distance_m, 2),
+            "obstacles": {
+                "met": self.obstacles_met,
+                "stoppedBeforeContact": self.stopped_before_contact,
+                "collided": self.collided,
+                "passed": self.passed,
+                "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
+            },
+            "commandsPerSecond": round(self.commands_per_second, 3),
+            "commandCounts": self.command_counts,
+            "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
+        }
+
+
+def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | None]:
+    """(fraction of ticks inside the lane, mean |offset|, seconds to the first departure)."""
+    if not len(x):
+        return 1.0, 0.0, None
+    outside = np.abs(x) > LANE_HALF_WIDTH
+    first = int(np.argmax(outside)) if outside.any() else None
+    departure = None if first is None else round((first + 1) * step_ms / 1000.0, 2)
+    return float(1.0 - outside.mean()), float(np.abs(x).mean()), departure
+
+
+def obstacle_figures(obstacles: Sequence[Obstacle]) -> tuple[int, int, int, int]:
+    """(met, stopped before contact, collided, passed). An obstacle the rover rested in front
+    of when the rollout ended counts as stopped for."""
+    met = stopped = collided = passed = 0
+    for obstacle in obstacles:
+        if not (obstacle.met or obstacle.outcome is not None or obstacle.rested_ms is not None):
+            continue
+        met += 1
+        if obstacle.outcome == "collided":
+            collided += 1
+        elif obstacle.outcome == "passed":
+            passed += 1
+        elif obstacle.rested_ms is not None:
+            stopped += 1
+    return met, stopped, collided, passed
+
+
+def rollout_metrics(trace: Trace, seed: int) -> RolloutMetrics:
+    x = np.asarray(trace.x, dtype=np.float64)
+    in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
+    met, stopped, collided, passed = obstacle_figures(trace.obstacles)
+    counts: dict[str, int] = {}
+    for command in trace.commands:
+        counts[command.type] = counts.get(command.type, 0) + 1
+    return RolloutMetrics(
+        controller=trace.controller,
+        seed=seed,
+        seconds=trace.seconds,
+        in_lane_fraction=in_lane,
+        mean_abs_offset=mean_offset,
+        first_departure_s=departure,
+        distance_m=trace.s[-1] if trace.s else 0.0,
+        obstacles_met=met,
+        stopped_before_contact=stopped,
+        collided=collided,
+        passed=passed,
+        commands_per_second=len(trace.commands) / trace.seconds if trace.seconds else 0.0,
+        command_counts=counts,
+        bystanders_met=trace.bystanders_met,
+        bystanders_warned=trace.bystanders_warned,
+    )
+
+
+@dataclass(frozen=True)
+class ControllerSummary:
+    """One controller over all seeds: lane figures averaged per seed, obstacles pooled."""
+
+    controller: str
+    in_lane_fraction: float
+    mean_abs_offset: float
+    first_departure_s: float | None  # the earliest over the seeds
+    departed_seeds: int
+    distance_m: float
+    obstacles_met: int
+    stopped_before_contact: int
+    collided: int
+    passed: int
+    commands_per_second: float
+
+    @property
+    def stop_rate(self) -> float | None:
+        return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+
+    def event_fields(self) -> dict[str, Any]:
+        return {
+            "inLaneFraction": round(self.in_lane_fraction, 4),
+            "meanAbsOffset": round(self.mean_abs_offset, 4),
+            "firstDepartureSeconds": self.first_departure_s,
+            "departedSeeds": self.departed_seeds,
+            "distanceMetres": round(self.distance_m, 2),
+            "obstacles": {
+                "met": self.obstacles_met,
+                "stoppedBeforeContact": self.stopped_before_contact,
+                "collided": self.collided,
+                "passed": self.passed,
+                "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
+            },
+            "commandsPerSecond": round(self.commands_per_second, 3),
+        }
+
+
+def summarise(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
+    departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
+    return ControllerSummary(
+        controller=rows[0].controller,
+        in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
+        mean_abs_offset=float(np.mean([r.mean_abs_offset for r in rows])),
+        first_departure_s=min(departures) if departures else None,
+        departed_seeds=len(departures),
+        distance_m=float(np.mean([r.distance_m for r in rows])),
+        obstacles_met=sum(r.obstacles_met for r in rows),
+        stopped_before_contact=sum(r.stopped_before_contact for r in rows),
+        collided=sum(r.collided for r in rows),
+        passed=sum(r.passed for r in rows),
+        commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
+    )
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The policy minus a baseline (positive: the policy did better, except offset)."""
+
+    baseline: str
+    in_lane_fraction: float
+    mean_abs_offset: float
+    stop_rate: float | None
+    distance_ratio: float | None
+
+    def event_fields(self) -> dict[str, Any]:
+        return {
+            "inLaneFraction": round(self.in_lane_fraction, 4),
+            "meanAbsOffset": round(self.mean_abs_offset, 4),
+            "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
+            "distanceRatio": None if self.distance_ratio is None else round(self.distance_ratio, 3),
+        }
+
+
+def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
+    stop = None
+    if policy.stop_rate is not None and baseline.stop_rate is not None:
+        stop = policy.stop_rate - baseline.stop_rate
+    return Margin(
+        baseline=baseline.controller,
+        in_lane_fraction=policy.in_lane_fraction - baseline.in_lane_fraction,
+        mean_abs_offset=policy.mean_abs_offset - baseline.mean_abs_offset,
+        stop_rate=stop,
+        distance_ratio=policy.distance_m / baseline.distance_m if baseline.distance_m else None,
+    )
+
+
+@dataclass(frozen=True)
+class ClosedLoopReport:
+    world: str
+    seeds: tuple[int, ...]
+    seconds: float
+    rollouts: tuple[RolloutMetrics, ...]
+    summaries: Mapping[str, ControllerSummary]
+    margins: Mapping[str, Margin]  # baseline name -> the policy's margin over it
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {
+            "world": self.world,
+            "seeds": list(self.seeds),
+            "seconds": self.seconds,
+            "controllers": {
+                name: summary.event_fields() for name, summary in self.summaries.items()
+            },
+            "margins": {name: m.event_fields() for name, m in self.margins.items()},
+        }
+
+
+def make_controller(
+    name: str,
+    world_name: str,
+    policy_factory: Callable[[], TickPolicy] | None,
+    hand_over: bool = True,
+) -> Controller:
+    from rovertrain.sim.worlds import WORLDS
+
+    if name in ("policy", "blind"):
+        if policy_factory is None:
+            raise ValueError(f"controller {name!r} needs a policy")
+        opening = WORLDS[world_name].opening() if hand_over else None
+        return PolicyDriver(policy_factory(), blind=name == "blind", opening=opening)
+    if name == "copycat":
+        return Copycat(WORLDS[world_name].opening())
+    raise ValueError(f"unknown controller {name!r}")
+
+
+def rollout(
+    world_name: str,
+    seed: int,
+    controller_name: str,
+    seconds: float,
+    policy_factory: Callable[[], TickPolicy] | None = None,
+    on_frame: FrameSink | None = None,
+    hand_over: bool = True,
+) -> tuple[RolloutMetrics, Trace]:
+    """One controller on world seed `seed` (the human model is the scenario's own driver).
+    `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
+    scenario = rollout_scenario(world_name, seed)
+    controller: Controller = (
+        scenario.human
+        if controller_name == "human"
+        else make_controller(controller_name, world_name, policy_factory, hand_over)
+    )
+    trace = run_controller(scenario.world, controller, seconds, on_frame=on_frame)
+    return rollout_metrics(trace, seed), trace
+
+
+def closed_loop_report(
+    policy_factory: Callable[[], TickPolicy] | None,
+    world: str,
+    seeds: Sequence[int],
+    seconds: float,
+    *,
+    controllers: Sequence[str] | None = None,
+    on_rollout: Callable[[RolloutMetrics, Trace], None] | None = None,
+    video: Callable[[int], FrameSink | None] | None = None,
+    hand_over: bool = True,
+) -> ClosedLoopReport:
+    """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
+
+    `policy_factory` is called once per policy rollout (a cached policy is fine: the driver
+    resets it); None runs the baselines that need no policy. `video(seed)` may return a frame
+    sink for the policy's rollout on that seed."""
+    if controllers is None:
+        controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
+    rows: list[RolloutMetrics] = []
+    for name in controllers:
+        for seed in seeds:
+            sink = video(seed) if video is not None and name == "policy" else None
+            metrics, trace = rollout(world, seed, name, seconds, policy_factory, sink, hand_over)
+            rows.append(metrics)
+            if on_rollout is not None:
+                on_rollout(metrics, trace)
+    summaries = {
+        name: summarise([row for row in rows if row.controller == name]) for name in controllers
+    }
+    margins = {}
+    if "policy" in summaries:
+        margins = {
+            name: margin(summaries["policy"], summary)
+            for name, summary in summaries.items()
+            if name != "policy"
+        }
+    return ClosedLoopReport(world, tuple(seeds), seconds, tuple(rows), summaries, margins)
+
+
+__all__ = [
+    "BASELINES",
+    "MEET_DISTANCE",
+    "ClosedLoopReport",
+    "ControllerSummary",
+    "Margin",
+    "RolloutMetrics",
+    "Trace",
+    "closed_loop_report",
+    "rollout",
+    "rollout_metrics",
+    "run_controller",
+]

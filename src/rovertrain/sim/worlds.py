@@ -1,0 +1,129 @@
+"""The named worlds and how one session (or rollout seed) of each is set up.
+
+- `road`: a curving country road through grass, cones every 14-26 s, commands stop/drive.
+- `warehouse`: straight aisles and tight corners between racks, pallets every 30-48 s,
+  workers beside the aisle whom the driver warns with `horn` (role other), per-session light
+  level and colour, a wider spread of driver reaction times.
+
+`build` draws a session's parameters from one generator in a fixed order (the road world's
+order is the original synth's, so recordings stay identical for a seed). The generators the
+world and the driver use while running default to that same one (recordings); rollouts pass
+their own so that every controller meets the same world.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
+from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
+from rovertrain.sim.world import AisleTrack, ObstacleRules, RoadTrack, World
+
+
+@dataclass(frozen=True)
+class WorldKind:
+    name: str
+    roles: Mapping[str, str]
+    style: DriverStyle
+    session_prefix: str
+
+    def opening(self) -> SentCommand:
+        """The copycat's first command: cruise straight ahead."""
+        return SentCommand(0.0, "drive", {"speed": self.style.keyboard_speed, "turn": 0.0})
+
+
+ROAD = WorldKind("road", {"stop": "stop", "drive": "movement"}, DriverStyle(), "drive")
+WAREHOUSE = WorldKind(
+    "warehouse",
+    {"stop": "stop", "drive": "movement", "horn": "other"},
+    DriverStyle(
+        lookahead=2.0,
+        stop_distance=4.5,
+        cruise=0.55,
+        slow_in_bends=0.2,
+        keyboard_speed=0.5,
+        idle_every_ms=(50_000.0, 90_000.0),
+        warn_type="horn",
+    ),
+    "aisle",
+)
+WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE)}
+
+
+@dataclass
+class Scenario:
+    kind: WorldKind
+    world: World
+    human: HumanDriver
+
+
+def build(
+    name: str,
+    rng: random.Random,
+    profile: str,
+    renderer_seed: int,
+    *,
+    events_rng: random.Random | None = None,
+    light_rng: random.Random | None = None,
+    driver_rng: random.Random | None = None,
+) -> Scenario:
+    """One session of world `name`: its parameters drawn from `rng`."""
+    kind = WORLDS[name]
+    texture = np.random.default_rng(renderer_seed)
+    if name == "road":
+        phases = (rng.uniform(0, 6.3), rng.uniform(0, 6.3), rng.uniform(0, 6.3))
+        reaction_ms = rng.uniform(150, 300)
+        first_idle = rng.uniform(30_000, 60_000)
+        first_obstacle = rng.uniform(6_000, 14_000)
+        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
+        world = World(
+            track=RoadTrack(phases),
+            rules=ObstacleRules(gap_ms=(14_000.0, 26_000.0)),
+            renderer=RoadRenderer(texture),
+            roles=kind.roles,
+            next_obstacle_ms=first_obstacle,
+            events_rng=events_rng or rng,
+            light_rng=light_rng or rng,
+        )
+    else:
+        track = AisleTrack.generate(rng)
+        reaction_ms = rng.uniform(120, 450)
+        first_idle = rng.uniform(40_000, 80_000)
+        first_obstacle = rng.uniform(8_000, 16_000)
+        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
+        tint = session_tint(rng)
+        level = rng.uniform(0.6, 1.15)
+        world = World(
+            track=track,
+            rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
+            renderer=AisleRenderer(texture, tint),
+            roles=kind.roles,
+            next_obstacle_ms=first_obstacle,
+            events_rng=events_rng or rng,
+            light_rng=light_rng or rng,
+            light_range=(level - 0.12, level + 0.12),
+            light=level,
+            bystander_gap=(20.0, 45.0),
+        )
+    human = HumanDriver(driver_rng or rng, profile, reaction_ms, first_idle, keepalive, kind.style)
+    return Scenario(kind, world, human)
+
+
+def rollout_scenario(name: str, seed: int) -> Scenario:
+    """World seed `seed` of `name` for closed-loop rollouts: the same world for every
+    controller (its own generators for events, lighting and the human driver)."""
+    rng = random.Random(f"rollout:{name}:{seed}")
+    renderer_seed = rng.randrange(2**32)
+    return build(
+        name,
+        rng,
+        "gamepad",
+        renderer_seed,
+        events_rng=random.Random(f"rollout:{name}:{seed}:events"),
+        light_rng=random.Random(f"rollout:{name}:{seed}:light"),
+        driver_rng=random.Random(f"rollout:{name}:{seed}:driver"),
+    )

@@ -1,0 +1,52 @@
+"""The job's smaller steps: restoring a policy from the resume state."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from rovertrain.data.command_schema import SLOTS
+from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.job.state import TrainingState
+from rovertrain.job.steps import optimizer_settings, restore_policy
+from rovertrain.learn.train import Hyperparameters
+
+HYPER = Hyperparameters(
+    learning_rate=1e-3,
+    weight_decay=0.01,
+    batch_size=8,
+    passes=1,
+    max_steps=1,
+    augment=False,
+    bf16=False,
+)
+
+
+def _saved_state() -> TrainingState:
+    model, optimizer = restore_policy(TrainingState.fresh(), HYPER)
+    images = torch.zeros(2, 3, 72, 96)
+    states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
+    logits, values = model(images, states)
+    (logits.sum() + values.sum()).backward()  # type: ignore[no-untyped-call]
+    optimizer.step()
+    state = TrainingState.fresh()
+    state.weights = model.state_dict()
+    state.optimizer = optimizer.state_dict()
+    return state
+
+
+def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
+    saved = _saved_state()
+    changed = dataclasses.replace(HYPER, learning_rate=2e-4, weight_decay=0.05)
+    _, optimizer = restore_policy(saved, changed)
+    assert {group["lr"] for group in optimizer.param_groups} == {2e-4}
+    assert {group["weight_decay"] for group in optimizer.param_groups} == {0.05}
+    assert optimizer_settings(optimizer) == {"learningRate": 2e-4, "weightDecay": 0.05}
+    # The moments of the saved optimizer are restored, not reset.
+    assert any(len(value) for value in optimizer.state.values())
+
+
+def test_a_fresh_policy_uses_the_jobs_settings() -> None:
+    _, optimizer = restore_policy(TrainingState.fresh(), HYPER)
+    assert optimizer_settings(optimizer) == {"learningRate": 1e-3, "weightDecay": 0.01}

@@ -1,0 +1,76 @@
+"""`rovertrain drive`: a checkpoint folder drives closed loop (torch, no export step), with
+schema-valid events, its baselines on the same seeds, and the video and trajectory files."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from rovertrain.data.command_schema import initial_schema
+from rovertrain.learn.policy import Policy, specification
+from rovertrain.store.publish import publish_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("drive") / "root"
+    torch.manual_seed(4)
+    model = Policy().eval()
+    with torch.no_grad():  # fires drive (slot 1) and never stop: it moves
+        model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
+        model.values.bias[4] = 1.0  # drive speed (slot 1, value 0) about 0.76
+    model_id = str(uuid.UUID(int=77))
+    metadata = {
+        "name": "drive-test",
+        "createdAt": 1,
+        "specification": specification(initial_schema()),
+        "actionThreshold": 0.5,
+        "promote": True,
+    }
+    publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
+    return root / "training" / "checkpoints" / model_id
+
+
+def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = cli("drive", str(checkpoint), "--seconds", "4", "--seeds", "2", "--out", str(out))
+    assert result.code == 0, result.stderr
+    rollouts = result.of("rollout")
+    assert [(e["controller"], e["seed"]) for e in rollouts] == [
+        (name, seed) for name in ("policy", "human", "copycat", "blind") for seed in (0, 1)
+    ]
+    policy = rollouts[0]
+    # The operator's opening command, then one drive per 100 ms tick.
+    assert policy["commandCounts"] == {"drive": 41} and policy["commandsPerSecond"] == 10.25
+    assert policy["distanceMetres"] > 0
+    summary = result.last()
+    assert summary["kind"] == "drove" and summary["world"] == "road"
+    assert summary["model"]["engine"] == "torch" and summary["seeds"] == [0, 1]
+    assert set(summary["margins"]) == {"human", "copycat", "blind"}
+    assert set(summary["controllers"]) == {"policy", "human", "copycat", "blind"}
+    for name in ("rollout", "trajectory"):
+        path = Path(summary["files"][name])
+        assert path.is_file() and path.stat().st_size > 1000
+    import av
+
+    with av.open(summary["files"]["rollout"]) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 40  # 4 s at one frame per tick
+
+
+def test_drive_in_the_warehouse_without_baselines(cli, checkpoint: Path) -> None:
+    result = cli("drive", str(checkpoint), "--world", "warehouse", "--seconds", "3",
+                 "--seed", "5", "--no-baselines")  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert result.kinds() == ["rollout", "drove"]
+    assert result.last()["margins"] == {} and result.last()["files"] == {}
+    assert result.of("rollout")[0]["seed"] == 5
+
+
+def test_drive_refuses_bad_arguments(cli, checkpoint: Path, tmp_path: Path) -> None:
+    assert cli("drive", str(checkpoint), "--seed", "1", "--seeds", "2").code == 2
+    assert cli("drive", str(checkpoint), "--world", "moon").code == 2
+    missing = cli("drive", str(tmp_path / "nothing"), "--seconds", "1")
+    assert missing.code != 0 and missing.last()["kind"] == "error"

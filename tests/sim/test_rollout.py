@@ -1,0 +1,134 @@
+"""Closed-loop rollouts: the human model drives well in both worlds, the copycat does not, and a
+policy is driven exactly as on a rover (its own commands fed back)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rovertrain.sim.drivers import PolicyDriver
+from rovertrain.sim.rollout import closed_loop_report, rollout, run_controller
+from rovertrain.sim.world import World
+from rovertrain.sim.worlds import WORLDS, rollout_scenario
+
+SEEDS = (0, 1, 2)
+
+
+@pytest.mark.parametrize("world", sorted(WORLDS))
+def test_the_human_model_stays_in_lane_and_stops_for_every_obstacle(world: str) -> None:
+    report = closed_loop_report(None, world, SEEDS, 90.0, controllers=("human",))
+    for row in report.rollouts:
+        assert row.in_lane_fraction >= 0.95, row
+        assert row.collided == 0 and row.passed == 0, row
+        assert row.distance_m > 100, row
+    human = report.summaries["human"]
+    assert human.obstacles_met >= len(SEEDS) and human.stop_rate == 1.0
+
+
+@pytest.mark.parametrize("world", sorted(WORLDS))
+def test_the_copycat_leaves_the_lane_quickly(world: str) -> None:
+    report = closed_loop_report(None, world, SEEDS, 60.0, controllers=("copycat",))
+    for row in report.rollouts:
+        assert row.first_departure_s is not None and row.first_departure_s < 15, row
+        assert row.in_lane_fraction < 0.5 and row.stopped_before_contact == 0, row
+
+
+def test_rollouts_are_deterministic_and_the_world_does_not_depend_on_the_controller() -> None:
+    first, trace = rollout("warehouse", 4, "human", 40.0)
+    again, _ = rollout("warehouse", 4, "human", 40.0)
+    assert first == again
+    # Rendering (which draws lighting noise) must not move the obstacles of a seed.
+    scenario = rollout_scenario("warehouse", 4)
+
+    def camera(world: World) -> None:
+        if world.t_ms % 200 == 0:
+            world.render()
+
+    rendered = run_controller(scenario.world, scenario.human, 40.0, after_move=camera)
+    assert trace.obstacles
+    assert [o.appeared_ms for o in rendered.obstacles] == [o.appeared_ms for o in trace.obstacles]
+    assert rendered.x == trace.x
+
+
+@dataclass
+class Decision:
+    fire: dict[str, bool]
+    values: dict[str, dict[str, float]]
+
+
+@dataclass
+class ScriptedPolicy:
+    """Drives straight ahead; remembers what it was shown and told."""
+
+    schema: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            {"type": "stop", "values": [], "role": "stop"},
+            {"type": "drive", "values": ["speed", "turn"], "role": "movement"},
+        ]
+    )
+    tick_ms: int = 100
+    observed: list[tuple[float, str, dict[str, float] | None]] = field(default_factory=list)
+    ticks: list[float] = field(default_factory=list)
+    frames: list[float] = field(default_factory=list)
+    resets: int = 0
+
+    def reset(self) -> None:
+        self.resets += 1
+
+    def observe_command(
+        self, t_ms: float, command_type: str, values: Any = None
+    ) -> bool:  # fmt: skip
+        self.observed.append((t_ms, command_type, values))
+        return True
+
+    def tick(self, frame: np.ndarray, t_ms: float) -> Decision:
+        self.ticks.append(t_ms)
+        self.frames.append(float(frame.std()))
+        return Decision({"drive": True}, {"drive": {"speed": 0.5, "turn": 0.0}})
+
+
+def test_the_policy_is_ticked_every_100_ms_and_hears_its_own_commands() -> None:
+    policy = ScriptedPolicy()
+    scenario = rollout_scenario("road", 0)
+    trace = run_controller(scenario.world, PolicyDriver(policy), 3.0)
+    assert policy.resets == 1
+    assert policy.ticks == [float(t) for t in range(0, 3000, 100)]
+    assert policy.observed == [(t, "drive", {"speed": 0.5, "turn": 0.0}) for t in policy.ticks]
+    assert [c.t for c in trace.commands] == policy.ticks
+    assert min(policy.frames) > 10  # the camera, not a blank picture
+
+
+def test_the_operator_hands_over_with_one_opening_command() -> None:
+    policy = ScriptedPolicy()
+    scenario = rollout_scenario("road", 0)
+    opening = WORLDS["road"].opening()
+    trace = run_controller(scenario.world, PolicyDriver(policy, opening=opening), 0.3)
+    assert policy.observed[0] == (0.0, "drive", opening.values)
+    assert trace.commands[0] == opening and len(trace.commands) == 4  # opening + 3 ticks
+    # closed_loop_report hands over by default; without it the rover waits for the policy.
+    report = closed_loop_report(lambda: policy, "road", (0,), 0.3, controllers=("policy",))
+    assert report.rollouts[0].command_counts == {"drive": 4}
+    bare = closed_loop_report(
+        lambda: policy, "road", (0,), 0.3, controllers=("policy",), hand_over=False
+    )
+    assert bare.rollouts[0].command_counts == {"drive": 3}
+    blind = ScriptedPolicy()
+    run_controller(rollout_scenario("road", 0).world, PolicyDriver(blind, blind=True), 1.0)
+    assert blind.frames == [0.0] * 10  # one grey level
+
+
+def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:
+    policy = ScriptedPolicy()
+    report = closed_loop_report(lambda: policy, "road", (0, 1), 8.0)
+    assert [r.controller for r in report.rollouts] == [
+        name for name in ("policy", "human", "copycat", "blind") for _ in (0, 1)
+    ]
+    assert set(report.margins) == {"human", "copycat", "blind"}
+    # Straight ahead, like the copycat: no better in lane; the human is far ahead.
+    assert report.margins["human"].in_lane_fraction < -0.3
+    assert report.margins["blind"].in_lane_fraction == 0.0
+    fields = report.summary_fields()
+    assert fields["seeds"] == [0, 1] and set(fields["controllers"]) == set(report.summaries)
