@@ -24,8 +24,6 @@ from rovertrain.importers.commands import (
     keepalive_for,
 )
 from rovertrain.importers.donkey_format import (
-    ANGLE_KEY,
-    THROTTLE_KEY,
     BadTub,
     Manifest,
     TubRecord,
@@ -45,7 +43,6 @@ MAX_CATALOG_BYTES = 256 << 20
 MAX_IMAGE_BYTES = 16 << 20
 MAX_IMAGE_PIXELS = 3840 * 2160
 CONTROL_PROFILE = "donkeycar"
-VALUES = {"angle": ANGLE_KEY, "throttle": THROTTLE_KEY}
 MOTION = ("throttle",)
 """A Donkeycar stops when its throttle returns to zero; steering alone does not move it."""
 
