@@ -56,6 +56,7 @@ bench: install
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_runtime.py
+	$(BIN)/python bench/bench_import.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_ROOT) .pytest_cache .mypy_cache .ruff_cache
