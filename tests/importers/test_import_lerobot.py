@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import av
 import numpy as np
 import pytest
 
-from conftest import Result
+from conftest import Result, cli_env, parse_events
 from importers.lerobot_data import write_dataset
 from importers.schemas import check_recording
 
@@ -145,3 +147,33 @@ def test_a_bad_action_map_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
     )
     assert result.code == 2
     assert result.last()["code"] == "usage" and "/values/speed" in result.last()["message"]
+
+
+def test_a_camera_the_data_set_lacks_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "ds", [12], fps=FPS)
+    result = cli("import", "lerobot", str(dataset), "--out", str(tmp_path / "r"), "--camera", "x")
+    assert result.code == 2
+    assert result.last()["code"] == "usage" and "--camera" in result.last()["message"]
+
+
+def test_without_pyarrow_the_error_names_the_extra(tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "ds", [12], fps=FPS)
+    program = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pyarrow':\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from rovertrain.cli import main\n"
+        f"sys.argv = ['rovertrain', 'import', 'lerobot', {str(dataset)!r}, '--out', "
+        f"{str(tmp_path / 'r')!r}]\n"
+        "main()\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, timeout=120, env=cli_env()
+    )
+    events = parse_events(completed.stdout)
+    assert completed.returncode == 1
+    assert events[-1]["code"] == "missing_dependency"
+    assert "rovertrain[import]" in events[-1]["message"]
