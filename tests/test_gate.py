@@ -86,6 +86,10 @@ def test_a_policy_that_ignores_the_camera_does_not_pass() -> None:
     assert reasons == ["The camera adds 0.003 F1 over grey frames, below 0.05"]
 
 
+def test_an_interrupted_blind_evaluation_does_not_pass() -> None:
+    assert gate_reasons(passing(), GATE, 500, support(), None) == ["Blind evaluation interrupted"]
+
+
 def with_hold_last(metrics: EventMetrics, hold_last_mse: float | None) -> EventMetrics:
     kind = KindScore(events=10, recall=0.5, numeric_mse=0.02, hold_last_mse=hold_last_mse)
     return replace(metrics, hold_last=HoldLast(hold_last_mse, kind, kind))
@@ -148,5 +152,5 @@ def test_not_enough_data_and_the_training_deadline() -> None:
     assert not_enough_data(4, True, False, 5) is not None
     assert not_enough_data(10, False, False, 5) is not None
     assert not_enough_data(10, True, False, 5) is None
-    assert training_deadline(600, 1000) == pytest.approx(600 - 5.0)
+    assert training_deadline(600, 1000) == pytest.approx(600 - 7.0)
     assert training_deadline(8, 10_000) == pytest.approx(6.0)  # never more than a quarter

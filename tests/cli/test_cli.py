@@ -18,6 +18,7 @@ COMMANDS = [
     "events",
     "report",
     "export",
+    "drive",
 ]
 
 

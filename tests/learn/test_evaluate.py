@@ -96,6 +96,8 @@ def test_vision_gain_is_f1_with_the_camera_minus_f1_blind() -> None:
     blind = blind_score(policy, windows, scoring(), with_camera)
     assert blind.metrics.windows == 64
     assert blind.vision_gain == pytest.approx(with_camera.f1 - blind.metrics.f1)
+    stopped = blind_score(policy, windows, scoring(), with_camera, should_stop=lambda: True)
+    assert stopped.metrics.windows == 0 and stopped.vision_gain is None
 
 
 def test_the_probe_overfits_a_small_subset() -> None:

@@ -74,3 +74,21 @@ def test_drive_refuses_bad_arguments(cli, checkpoint: Path, tmp_path: Path) -> N
     assert cli("drive", str(checkpoint), "--world", "moon").code == 2
     missing = cli("drive", str(tmp_path / "nothing"), "--seconds", "1")
     assert missing.code != 0 and missing.last()["kind"] == "error"
+
+
+@pytest.mark.slow
+def test_drive_an_exported_folder_on_onnxruntime(cli, checkpoint: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    exported = cli("export", str(checkpoint), "--out", str(tmp_path / "exported"))
+    assert exported.code == 0, exported.stderr
+    result = cli("drive", str(tmp_path / "exported"), "--seconds", "3", "--no-baselines")
+    assert result.code == 0, result.stderr
+    assert result.last()["model"]["engine"] == "onnxruntime"
+    assert result.of("rollout")[0]["commandCounts"] == {"drive": 31}
+
+
+def test_the_cli_names_every_world() -> None:
+    from rovertrain.cli.main import WORLD_NAMES
+    from rovertrain.sim.worlds import WORLDS
+
+    assert set(WORLD_NAMES) == set(WORLDS)

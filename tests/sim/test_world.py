@@ -58,12 +58,27 @@ def world(bend: float = 0.0, first_obstacle_ms: float = math.inf) -> World:
     )
 
 
-def tick(w: World, commands: list[tuple[str, dict[str, float] | None]] = ()) -> None:  # type: ignore[assignment]
+Commands = list[tuple[str, dict[str, float] | None]]
+
+
+def tick(w: World, commands: Commands | None = None) -> None:
     w.begin_tick()
-    for command_type, values in commands:
+    for command_type, values in commands or []:
         w.apply(command_type, values)
     w.move(STEP_MS)
     w.end_tick(STEP_MS)
+
+
+def drive(speed: float, turn: float = 0.0) -> Commands:
+    return [("drive", {"speed": speed, "turn": turn})]
+
+
+def until(w: World, done: object, commands: Commands, limit_ms: float = 60_000) -> None:
+    """Tick, sending `commands` every 500 ms (a keepalive), until `done()`."""
+    assert callable(done)
+    while not done():
+        assert w.t_ms < limit_ms, "never happened"
+        tick(w, commands if w.t_ms % 500 == 0 else None)
 
 
 def test_driving_straight_on_a_straight_track_keeps_offset_and_heading() -> None:
@@ -77,11 +92,9 @@ def test_driving_straight_on_a_straight_track_keeps_offset_and_heading() -> None
 
 def test_turning_against_the_track_drifts_and_is_bounded() -> None:
     w = world(bend=0.5)  # the track bends, the rover goes straight: it leaves on the outside
-    w.apply("drive", {"speed": 1.0, "turn": 0.0})
-    tick(w)
+    tick(w, drive(1.0))
     assert w.pose.heading < 0 and w.pose.x < 0
-    for _ in range(2000):
-        tick(w)
+    until(w, lambda: w.t_ms >= 20_000, drive(1.0))
     assert w.pose.heading == -MAX_HEADING and w.pose.x == -MAX_OFFSET
     w.apply("drive", {"speed": 1.0, "turn": 0.5})  # matching the bend holds the heading
     heading = w.pose.heading
@@ -105,31 +118,27 @@ def test_obstacles_appear_only_while_moving_and_clear_after_a_stop_in_front() ->
     for _ in range(20):
         tick(w)
     assert w.obstacle is None  # at rest: nothing appears
-    w.apply("drive", {"speed": 0.5, "turn": 0.0})
+    tick(w, drive(0.5))
     tick(w)
     obstacle = w.obstacle
     assert obstacle is not None and obstacle.at == pytest.approx(16.0 + w.pose.s, abs=0.03)
-    while obstacle.at - w.pose.s > 3.0:
-        tick(w)
+    until(w, lambda: obstacle.at - w.pose.s <= 3.0, drive(0.5))
     tick(w, [("stop", None)])
     assert obstacle.rested_ms is not None and obstacle.clear_at == obstacle.rested_ms + 2000
-    while w.obstacle is not None:
-        tick(w)
+    until(w, lambda: w.obstacle is None, [])
     assert obstacle.outcome == "stopped" and obstacle.met
     assert obstacle_figures([obstacle]) == (1, 1, 0, 0)
 
 
 def test_stopping_far_away_does_not_clear_and_driving_on_collides() -> None:
     w = world(first_obstacle_ms=0)
-    w.apply("drive", {"speed": 0.5, "turn": 0.0})
+    tick(w, drive(0.5))
     tick(w)
     obstacle = w.obstacle
     assert obstacle is not None
     tick(w, [("stop", None)])  # 16 m before it: too far to count as stopping for it
     assert obstacle.clear_at is None
-    w.apply("drive", {"speed": 0.5, "turn": 0.0})
-    while w.obstacle is not None:
-        tick(w)
+    until(w, lambda: w.obstacle is None, drive(0.5))
     assert obstacle.outcome == "collided"
     assert obstacle_figures([obstacle]) == (1, 0, 1, 0)
 
@@ -137,9 +146,10 @@ def test_stopping_far_away_does_not_clear_and_driving_on_collides() -> None:
 def test_passing_beside_the_lane_is_not_a_collision() -> None:
     w = world(first_obstacle_ms=0)
     w.pose.x = 1.2
-    w.apply("drive", {"speed": 1.0, "turn": 0.0})
-    while w.t_ms < 10_000 and (w.obstacle is not None or not w.obstacles):
-        tick(w)
+    tick(w, drive(1.0))
+    tick(w)
+    assert w.obstacle is not None
+    until(w, lambda: w.obstacle is None, drive(1.0))
     assert w.obstacles[0].outcome == "passed"
     assert obstacle_figures(w.obstacles) == (1, 0, 0, 1)
 
@@ -218,3 +228,25 @@ def test_margins_are_policy_minus_baseline() -> None:
     assert gap.in_lane_fraction == pytest.approx(0.7)
     assert gap.stop_rate == pytest.approx(0.75)
     assert gap.distance_ratio == pytest.approx(0.8)
+
+
+def test_step_applies_commands_advances_and_returns_the_frame() -> None:
+    w = world()
+    frame = w.step([("drive", {"speed": 1.0, "turn": 0.0})], 100)
+    assert frame.shape == (4, 4, 3) and w.t_ms == 100
+    assert w.pose.s == pytest.approx(0.4)
+    w.step([("stop", None)], 50)
+    assert w.t_ms == 150 and w.pose.s == pytest.approx(0.4)
+
+
+def test_a_moving_rover_stops_when_movement_commands_stop_coming() -> None:
+    w = world(first_obstacle_ms=0)
+    tick(w, drive(0.5))
+    until(w, lambda: w.t_ms > 1000, [])
+    assert w.moving  # 1 s after the last drive: still moving
+    tick(w)  # 1010 ms
+    assert not w.moving and w.pose.turn == 0.0
+    assert w.obstacle is not None and w.obstacle.clear_at is None  # far away: not stopped for
+    until(w, lambda: w.obstacle is not None and w.obstacle.at - w.pose.s < 5, drive(0.5))
+    until(w, lambda: not w.moving, [("horn", None)])  # a signal is no movement command
+    assert w.obstacle.rested_ms is not None  # coming to rest close before it counts

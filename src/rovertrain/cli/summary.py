@@ -45,7 +45,7 @@ def summarise(events: list[dict[str, Any]]) -> list[str]:
             + (f", value MSE {change_mse:.3f}" if change_mse is not None else "")
             + (f" (repeating the last command: {held_mse:.3f})" if held_mse is not None else "")
         )
-    if "visionGain" in evaluation:
+    if evaluation.get("visionGain") is not None:
         lines.append(
             f"camera: F1 {evaluation['f1']:.2f} vs {evaluation['blind']['f1']:.2f} with grey "
             f"frames (vision gain {evaluation['visionGain']:+.2f})"
@@ -96,7 +96,37 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
     return lines
 
 
+def drive_lines(event: dict[str, Any]) -> list[str]:
+    """The `drove` summary in words: the policy next to each baseline."""
+    lines = [
+        f"closed loop on world {event['world']}, seeds {', '.join(map(str, event['seeds']))}, "
+        f"{event['seconds']:.0f} s each:"
+    ]
+    for name, row in event["controllers"].items():
+        obstacles = row["obstacles"]
+        rate = obstacles["stopRate"]
+        lines.append(
+            f"  {name:<8} in lane {row['inLaneFraction']:6.1%}, |offset| "
+            f"{row['meanAbsOffset']:.2f}, {row['distanceMetres']:.0f} m, obstacles "
+            f"{obstacles['met']} met, {obstacles['stoppedBeforeContact']} stopped before "
+            f"contact"
+            + ("" if rate is None else f" ({rate:.0%})")
+            + f", {obstacles['collided']} hit"
+        )
+    for name, gap in event["margins"].items():
+        stops = gap["stopRate"]
+        lines.append(
+            f"  policy vs {name}: in lane {gap['inLaneFraction']:+.1%}"
+            + ("" if stops is None else f", stops {stops:+.0%}")
+        )
+    return lines
+
+
 def main(argv: list[str]) -> int:
+    if argv[1] == "--drive":
+        events = list(read_events(Path(argv[2])))
+        sys.stderr.write("\n" + "\n".join(drive_lines(events[-1])) + "\n")
+        return 0
     if argv[1] in ("--checkpoint", "--held-out", "--replay"):
         events = list(read_events(Path(argv[2])))
         if argv[1] == "--checkpoint":

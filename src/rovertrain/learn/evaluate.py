@@ -116,9 +116,16 @@ class BlindScore:
     metrics: EventMetrics
     f1_with_camera: float
 
+    windows_with_camera: int
+
     @property
-    def vision_gain(self) -> float:
-        return self.f1_with_camera - self.metrics.f1
+    def complete(self) -> bool:
+        return self.metrics.windows == self.windows_with_camera
+
+    @property
+    def vision_gain(self) -> float | None:
+        """None when the blind pass was stopped before it saw the same windows."""
+        return self.f1_with_camera - self.metrics.f1 if self.complete else None
 
     def to_json(self) -> dict[str, float | int]:
         m = self.metrics
@@ -140,7 +147,10 @@ def blind_score(
     with_camera: EventMetrics,
     should_stop: Callable[[], bool] = never,
 ) -> BlindScore:
-    return BlindScore(evaluate(model, windows, scoring, should_stop, blind=True), with_camera.f1)
+    blind = evaluate(
+        model, windows.subset(slice(0, with_camera.windows)), scoring, should_stop, True
+    )
+    return BlindScore(blind, with_camera.f1, with_camera.windows)
 
 
 @dataclass(frozen=True)

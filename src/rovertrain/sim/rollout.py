@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
-from rovertrain.sim.world import LANE_HALF_WIDTH, MEET_DISTANCE, STEP_MS, Obstacle, World
-from rovertrain.sim.worlds import rollout_scenario
+from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
+from rovertrain.sim.worlds import WORLDS, rollout_scenario
 
 BASELINES = ("human", "copycat", "blind")
 FRAME_MS = 100
@@ -300,8 +300,6 @@ def make_controller(
     policy_factory: Callable[[], TickPolicy] | None,
     hand_over: bool = True,
 ) -> Controller:
-    from rovertrain.sim.worlds import WORLDS
-
     if name in ("policy", "blind"):
         if policy_factory is None:
             raise ValueError(f"controller {name!r} needs a policy")
@@ -374,7 +372,6 @@ def closed_loop_report(
 
 __all__ = [
     "BASELINES",
-    "MEET_DISTANCE",
     "ClosedLoopReport",
     "ControllerSummary",
     "Margin",

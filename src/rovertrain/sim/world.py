@@ -3,7 +3,8 @@
 A `World` advances in 10 ms ticks. Each tick: `begin_tick()` (scheduled events: an obstacle
 appears ahead, a cleared one is taken away), the controller's commands go to `apply`, then
 `move(STEP_MS)` and `end_tick(STEP_MS)`. `step(commands, dt_ms)` bundles that for a caller
-that only wants the next camera frame. Lateral positions are in lane half-widths: 0 is the
+that only wants the next camera frame. A moving rover stops by itself when no movement
+command came for `COMMAND_TIMEOUT_MS` (a teleop link's keepalive exists for this). Lateral positions are in lane half-widths: 0 is the
 centre line, ±1 the lane (or aisle) edge.
 
 Randomness: obstacle timing draws from `events_rng`, the camera's lighting from `light_rng`.
@@ -37,6 +38,9 @@ MEET_DISTANCE = 5.0
 """An obstacle counts as met once the rover has come this close (it had to react)."""
 REST_RANGE = 6.0
 """Coming to rest at most this far before an obstacle counts as stopping for it."""
+COMMAND_TIMEOUT_MS = 1000.0
+"""A moving rover stops when no movement command came for this long (twice the teleop
+keepalive: the link is gone, or the driver stopped driving)."""
 CONTACT_DISTANCE = 0.5
 CONTACT_HALF_WIDTH = 0.5
 """Reaching the obstacle with |offset| below this is a collision; above it, passing beside."""
@@ -155,6 +159,7 @@ class World:
     bystanders: list[Bystander] = field(default_factory=list)
     signals: list[tuple[float, str]] = field(default_factory=list)
     next_bystander_s: float = math.inf
+    last_movement_ms: float = -math.inf
 
     def __post_init__(self) -> None:
         if self.bystander_gap is not None:
@@ -181,6 +186,9 @@ class World:
         ):
             obstacle.outcome = "stopped"
             self.obstacle = None
+        if self.moving and self.t_ms - self.last_movement_ms > COMMAND_TIMEOUT_MS:
+            self.pose.speed, self.pose.turn = 0.0, 0.0
+            self._note_rest()
 
     def apply(self, command_type: str, values: Mapping[str, float] | None = None) -> None:
         """What the rover does with a command, by the command's role."""
@@ -189,6 +197,7 @@ class World:
         if role == "stop":
             pose.speed, pose.turn = 0.0, 0.0
         elif role == "movement":
+            self.last_movement_ms = self.t_ms
             values = values or {}
             pose.speed = min(1.0, max(0.0, float(values.get("speed", 0.0))))
             pose.turn = min(1.0, max(-1.0, float(values.get("turn", 0.0))))

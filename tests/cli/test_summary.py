@@ -1,0 +1,67 @@
+"""The human summaries `make demo` prints (stderr)."""
+
+from __future__ import annotations
+
+from rovertrain.cli.summary import drive_lines, summarise
+
+
+def _controller(in_lane: float, met: int, stopped: int) -> dict:
+    return {
+        "inLaneFraction": in_lane,
+        "meanAbsOffset": 0.3,
+        "distanceMetres": 120.0,
+        "obstacles": {
+            "met": met,
+            "stoppedBeforeContact": stopped,
+            "collided": met - stopped,
+            "stopRate": stopped / met if met else None,
+        },
+    }
+
+
+def test_drive_summary_puts_the_policy_next_to_each_baseline() -> None:
+    event = {
+        "world": "road",
+        "seeds": [0, 1],
+        "seconds": 120.0,
+        "controllers": {"policy": _controller(0.95, 10, 9), "copycat": _controller(0.2, 10, 0)},
+        "margins": {"copycat": {"inLaneFraction": 0.75, "stopRate": 0.9}},
+    }
+    lines = drive_lines(event)
+    assert lines[0].startswith("closed loop on world road, seeds 0, 1, 120 s")
+    assert "policy   in lane  95.0%" in lines[1] and "9 stopped before contact (90%)" in lines[1]
+    assert lines[-1] == "  policy vs copycat: in lane +75.0%, stops +90%"
+
+
+def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
+    evaluation = {
+        "status": "passed imitation gate",
+        "windows": 900,
+        "precision": 0.7,
+        "recall": 0.8,
+        "f1": 0.75,
+        "stopRecall": 0.9,
+        "movementRecall": 0.8,
+        "numericMse": 0.01,
+        "visionGain": 0.3,
+        "blind": {"f1": 0.45},
+        "changes": {"events": 40, "recall": 0.6, "numericMse": 0.02, "holdLastNumericMse": 0.09},
+    }
+    complete = {
+        "kind": "complete",
+        "trained": True,
+        "steps": 100,
+        "examples": 6400,
+        "loss": 0.2,
+        "elapsedSeconds": 60,
+        "evaluation": evaluation,
+        "published": {"name": "n", "id": "i"},
+        "promote": True,
+        "publication": {"reason": "Latest updated"},
+    }
+    lines = summarise([complete])
+    assert lines[2] == (
+        "commands that change what the rover does: 40, recall 0.60, value MSE 0.020 "
+        "(repeating the last command: 0.090)"
+    )
+    assert lines[3] == "camera: F1 0.75 vs 0.45 with grey frames (vision gain +0.30)"

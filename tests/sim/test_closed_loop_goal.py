@@ -1,0 +1,44 @@
+"""Issue 12's goal, per world and data seed (`make test-slow`): with the default job, the
+published model passes the gate and drives: in lane >= 90% of the time and stopped before
+contact for >= 80% of the obstacles over world seeds 0-4 (2-minute rollouts), far above the
+copycat. Each case writes 12 two-minute sessions and trains one job: minutes per case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WORLD_SEEDS = ("--seeds", "5")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("world", ["road", "warehouse"])
+def test_the_default_job_trains_a_policy_that_drives(
+    cli, tmp_path: Path, world: str, seed: int
+) -> None:
+    root = tmp_path / "root"
+    made = cli("synth", "--out", str(root), "--world", world, "--sessions", "12",
+               "--minutes", "2", "--seed", str(seed))  # fmt: skip
+    assert made.code == 0, made.stderr
+    trained = cli("run", "--job", str(root / "job.json"), "--no-progress", timeout=3000)
+    assert trained.code == 0, trained.stderr
+    complete = trained.last()
+    assert complete["kind"] == "complete" and complete.get("published"), complete
+    evaluation = complete["evaluation"]
+    assert evaluation["status"] == "passed imitation gate", evaluation["gateReasons"]
+    checkpoint = root / "training" / "checkpoints" / complete["published"]["id"]
+    drove = cli("drive", str(checkpoint), "--world", world, *WORLD_SEEDS, "--seconds", "120")
+    assert drove.code == 0, drove.stderr
+    summary = drove.last()
+    policy = summary["controllers"]["policy"]
+    assert policy["inLaneFraction"] >= 0.9, summary
+    assert policy["obstacles"]["stopRate"] is not None, summary
+    assert policy["obstacles"]["stopRate"] >= 0.8, summary
+    # It moves like the human does (a parked rover stays in its lane) ...
+    assert summary["margins"]["human"]["distanceRatio"] >= 0.7, summary
+    # ... and far better than repeating the last command.
+    assert summary["margins"]["copycat"]["inLaneFraction"] >= 0.3, summary
+    assert summary["margins"]["copycat"]["stopRate"] >= 0.5, summary
