@@ -13,16 +13,16 @@ import pytest
 from importers.synth_tubs import synth_tubs
 from rovertrain.sim.synth import default_job
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def test_imported_synth_tubs_pass_the_gate(cli, tmp_path: Path) -> None:
-    tubs = synth_tubs(tmp_path / "tubs", count=8, minutes=1.0, held_out=2)
+    tubs = synth_tubs(tmp_path / "tubs", count=12, minutes=2.0, held_out=2)
     root = tmp_path / "root"
     result = cli("import", "donkey", *map(str, tubs), "--out", str(root), timeout=900)
     assert result.code == 0, result.stderr
     sessions = [event["sessionId"] for event in result.of("imported")]
-    assert len(sessions) == 8 and not result.of("skipped")
+    assert len(sessions) == 12 and not result.of("skipped")
     assert all(event["dropped"] == {} for event in result.of("imported"))
     job = root / "job.json"
     job.write_text(json.dumps(default_job(root, sessions, 7)))
