@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy,import]'
 	touch $(STAMP)
 
 lint: install
@@ -60,6 +60,7 @@ bench: install
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_runtime.py
+	$(BIN)/python bench/bench_import.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_ROOT) .pytest_cache .mypy_cache .ruff_cache

@@ -213,6 +213,116 @@ def inspect(root: str, session_ids: tuple[str, ...], threads: int) -> None:
     _run_with_events(body)
 
 
+@cli.group("import")
+def import_group() -> None:
+    """Import other formats' drives as recordings (docs/importing.md)."""
+
+
+def _import_options(function: Callable[..., None]) -> Callable[..., None]:
+    options = [
+        click.option(
+            "--out", "out", required=True, type=click.Path(), help="Data root to write into."
+        ),
+        click.option("--dry-run", is_flag=True, help="List what would be written; write nothing."),
+        click.option(
+            "--tolerance",
+            default=0.05,
+            show_default=True,
+            type=click.FloatRange(0.0, 2.0),
+            help="A control must change by more than this to send a new drive command.",
+        ),
+        click.option(
+            "--keepalive-ms",
+            default=500.0,
+            show_default=True,
+            type=click.FloatRange(1.0, 60_000.0),
+            help="While moving, a drive command at least this often.",
+        ),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Live progress on stderr (default: on when stderr is a terminal).",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+@import_group.command("donkey")
+@click.argument("tubs", nargs=-1, required=True, metavar="TUB_DIR...", type=click.Path())
+@_import_options
+@click.option("--rover-id", default="donkeycar", show_default=True, help="roverId to record.")
+def import_donkey(
+    tubs: tuple[str, ...],
+    out: str,
+    dry_run: bool,
+    tolerance: float,
+    keepalive_ms: float,
+    progress: bool | None,
+    rover_id: str,
+) -> None:
+    """Donkeycar tubs (v2): one recording per Donkeycar session, the human's records only."""
+
+    def body(stream: EventStream) -> int:
+        from pathlib import Path
+
+        from rovertrain.cli.console import stderr_is_terminal
+        from rovertrain.importers.donkey import DonkeyOptions, import_tubs
+        from rovertrain.importers.report import ImportRun, Progress
+
+        show = stderr_is_terminal() if progress is None else progress
+        run = ImportRun(stream, Progress(show), dry_run)
+        options = DonkeyOptions(Path(out), dry_run, tolerance, keepalive_ms, rover_id)
+        import_tubs([Path(tub) for tub in tubs], options, run)
+        run.finish("donkey")
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
+@import_group.command("lerobot")
+@click.argument("dataset", metavar="DATASET_DIR", type=click.Path())
+@_import_options
+@click.option("--episodes", default=None, help="Episodes to import, e.g. 0,2,5-9 (default all).")
+@click.option(
+    "--action-map", "action_map", type=click.Path(), help="JSON file: action dims to commands."
+)
+@click.option("--camera", default=None, help="Video feature to use (default: the first).")
+@click.option("--rover-id", default=None, help="roverId to record (default: robot_type).")
+def import_lerobot(
+    dataset: str,
+    out: str,
+    dry_run: bool,
+    tolerance: float,
+    keepalive_ms: float,
+    progress: bool | None,
+    episodes: str | None,
+    action_map: str | None,
+    camera: str | None,
+    rover_id: str | None,
+) -> None:
+    """A local LeRobotDataset (v3): one recording per episode (needs rovertrain[import])."""
+
+    def body(stream: EventStream) -> int:
+        from pathlib import Path
+
+        from rovertrain.cli.console import stderr_is_terminal
+        from rovertrain.importers.lerobot import LerobotOptions, import_dataset
+        from rovertrain.importers.report import ImportRun, Progress
+
+        show = stderr_is_terminal() if progress is None else progress
+        run = ImportRun(stream, Progress(show), dry_run)
+        options = LerobotOptions(
+            Path(out), dry_run, tolerance, keepalive_ms, episodes, action_map, camera, rover_id
+        )
+        import_dataset(Path(dataset), options, run)
+        run.finish("lerobot")
+        return ExitCode.COMPLETED
+
+    _run_with_events(body)
+
+
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")

@@ -1,0 +1,136 @@
+"""Commands from sampled control values: what a human's controls become in a command log.
+
+Donkeycar tubs and LeRobot datasets store the controls at every frame (20-30 times a second);
+a rovertrain command log holds what the operator *sent*: `drive` when the controls change, a
+keepalive while the rover moves, `stop` when it comes to rest. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rovertrain.data.recording import Command
+
+DRIVE = "drive"
+STOP = "stop"
+COMMAND_ROLES = {STOP: "stop", DRIVE: "movement"}
+
+DEFAULT_TOLERANCE = 0.05
+"""A value must move by more than this (on the [-1, 1] scale) to send a new `drive`."""
+DEFAULT_KEEPALIVE_MS = 500.0
+"""While moving, a `drive` at least this often (rovertrain's own rovers send one every 500 ms)."""
+ZERO = 0.01
+"""|value| at or below this is at rest (a joystick's dead zone)."""
+
+
+@dataclass(frozen=True)
+class ControlSample:
+    """The human's control values at one instant (ms on the recording's command clock)."""
+
+    t: float
+    values: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class CommandRules:
+    tolerance: float = DEFAULT_TOLERANCE
+    keepalive_ms: float = DEFAULT_KEEPALIVE_MS
+    motion: tuple[str, ...] = ()
+    """The values that make the rover move: all at rest means stopped (empty: every value)."""
+    zero: float = ZERO
+    drive: str = DRIVE
+    """The command type that carries the values (LeRobot action maps may name another)."""
+
+
+def clip(value: float) -> float:
+    return min(1.0, max(-1.0, value))
+
+
+def _at_rest(values: Mapping[str, float], rules: CommandRules) -> bool:
+    names = rules.motion or tuple(values)
+    return all(abs(values.get(name, 0.0)) <= rules.zero for name in names)
+
+
+def _changed(sent: Mapping[str, float], values: Mapping[str, float], tolerance: float) -> bool:
+    names = set(sent) | set(values)
+    return any(abs(values.get(name, 0.0) - sent.get(name, 0.0)) > tolerance for name in names)
+
+
+def extract_commands(samples: Iterable[ControlSample], rules: CommandRules) -> list[Command]:
+    """The commands a human sent, given their controls sampled over time (sorted by t).
+
+    - the rover starts at rest; the first sample that moves it sends `drive`;
+    - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one sent by more than
+      `tolerance`, and at least every `keepalive_ms` (at the first sample at or after it);
+    - when the motion values return to rest, `stop` is sent, and repeated at the keepalive
+      cadence while they stay there: the operator holds the rover stopped, as rovertrain's
+      own operators repeat `stop` while blocked. Controls that change while at rest (steering
+      a parked car) send nothing else.
+    Values are clipped to [-1, 1].
+    """
+    commands: list[Command] = []
+    moving = stopped = False
+    sent: Mapping[str, float] = {}
+    last_sent = -math.inf
+    for sample in samples:
+        values = {name: clip(value) for name, value in sample.values.items()}
+        if _at_rest(values, rules):
+            if moving or (stopped and sample.t - last_sent >= rules.keepalive_ms):
+                commands.append(Command(sample.t, STOP))
+                moving, stopped, sent, last_sent = False, True, {}, sample.t
+            continue
+        if (
+            not moving
+            or _changed(sent, values, rules.tolerance)
+            or sample.t - last_sent >= rules.keepalive_ms
+        ):
+            commands.append(Command(sample.t, rules.drive, values))
+            moving, stopped, sent, last_sent = True, False, values, sample.t
+    return commands
+
+
+def record_cadence_ms(times: Sequence[float]) -> float | None:
+    """The median interval between consecutive samples (the source's loop period), or None."""
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    positive = [gap for gap in gaps if gap > 0]
+    return statistics.median(positive) if positive else None
+
+
+def keepalive_for(times: Sequence[float], wanted_ms: float = DEFAULT_KEEPALIVE_MS) -> float:
+    """The keepalive the source can show: `wanted_ms` rounded up to a whole number of its
+    sample periods (a 20 Hz tub sends its keepalive every 10th record, at 500 ms)."""
+    cadence = record_cadence_ms(times)
+    if cadence is None or cadence >= wanted_ms:
+        return wanted_ms if cadence is None else cadence
+    periods = math.ceil(wanted_ms / cadence - 1e-9)
+    return periods * cadence - cadence / 2  # half a period of slack for timestamp jitter
+
+
+@dataclass
+class Dropped:
+    """Counts of what an import left out, by reason (records, frames or lines)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.counts[reason] = self.counts.get(reason, 0) + count
+
+    def merge(self, other: Dropped) -> None:
+        for reason, count in other.counts.items():
+            self.add(reason, count)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+
+def command_line(command: Command) -> dict[str, object]:
+    """One command-log line (format v1)."""
+    line: dict[str, object] = {"t": round(command.t, 3), "type": command.type}
+    if command.values:
+        line["values"] = {name: round(value, 6) for name, value in command.values.items()}
+    return line

@@ -1,0 +1,122 @@
+"""Cutting one episode's stretch out of a shared video without re-encoding it.
+
+LeRobot v3 packs many episodes into one MP4; an episode is the span [from, to) seconds of it.
+The packets are copied from the keyframe at or before `from` (a decoder must start at a
+keyframe) up to the last packet shown before `to`, into Matroska, their times moved so the
+first starts near 0. The few frames between that keyframe and `from` belong to the previous
+episode: they come before the recording's first command. With B-frames, a frame or two
+after `to` (references of frames before it) come along too, after the last command. And `offsetMs` (negative, within one
+keyframe interval) puts every frame back at its time on the episode's clock.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rovertrain.data.containers import describe_head, sniff_container
+from rovertrain.data.recording import MAX_OFFSET_MS, open_regular
+from rovertrain.errors import SkipSession
+
+
+@dataclass(frozen=True)
+class Segment:
+    frames: int
+    """Frames shown within [from, to)."""
+    leading: int
+    """Frames before `from` kept because the segment must start at a keyframe."""
+    trailing: int
+    """Frames at or after `to` kept because a frame shown before `to` is decoded from them."""
+    offset_ms: float
+    codec: str
+
+
+def span_to_copy(packets: list[tuple[int, int, bool]], end: float) -> tuple[int, int]:
+    """Which of `packets` ((pts, dts, keyframe) in decode order, from the seek point) to copy
+    so that every frame shown before `end` decodes: [first keyframe, last packet whose pts is
+    before `end`]. Later packets in decode order are never references of earlier ones, so
+    cutting after that packet loses nothing shown. Pure; `(n, n)` when nothing qualifies."""
+    first = next((number for number, item in enumerate(packets) if item[2]), len(packets))
+    last = first - 1
+    for number in range(first, len(packets)):
+        pts, dts, _ = packets[number]
+        if dts >= end:  # pts >= dts: nothing after this is shown before `end`
+            break
+        if pts < end:
+            last = number
+    return (first, last + 1) if last >= first else (len(packets), len(packets))
+
+
+def cut_segment(
+    source: Path, target: Path, start_s: float, end_s: float, max_bytes: int
+) -> Segment:
+    """Copy the packets of [start_s, end_s) of `source`'s first video stream into `target`
+    (Matroska). SkipSession when the file is not an allowed container or has no such span."""
+    import av
+
+    with open_regular(source, max_bytes) as stream:
+        head = stream.read(512)
+    container_name = sniff_container(head)
+    if container_name is None:
+        raise SkipSession("invalid_recording", f"{source.name}: {describe_head(head)}")
+    try:
+        inp: Any = av.open(
+            str(source), format=container_name, options={"protocol_whitelist": "file"}
+        )
+    except (av.error.FFmpegError, OSError, ValueError) as error:
+        raise SkipSession("decode_error", f"FFmpeg cannot open {source.name}: {error}") from None
+    with inp:
+        videos = [item for item in inp.streams if item.type == "video"]
+        if not videos:
+            raise SkipSession("no_video", f"{source.name} has no video stream")
+        video = videos[0]
+        base = video.time_base
+        start, end = start_s / base, end_s / base
+        read: list[Any] = []
+        try:
+            inp.seek(max(0, int(start)), stream=video, backward=True, any_frame=False)
+            for packet in inp.demux(video):
+                if packet.pts is None:
+                    continue
+                read.append(packet)
+                if (packet.dts if packet.dts is not None else packet.pts) >= end:
+                    break
+        except av.error.FFmpegError as error:
+            raise SkipSession("decode_error", f"{source.name}: {error}") from None
+        first, last = span_to_copy(
+            [(p.pts, p.dts if p.dts is not None else p.pts, p.is_keyframe) for p in read], end
+        )
+        kept = read[first:last]
+        shown = [packet for packet in kept if start - 1e-9 <= packet.pts < end]
+        if not shown:
+            raise SkipSession(
+                "no_windows", f"{source.name} shows no frame in [{start_s:.3f}, {end_s:.3f}) s"
+            )
+        shift = min(
+            min(p.pts for p in kept), min(p.dts if p.dts is not None else p.pts for p in kept)
+        )
+        leading = sum(1 for packet in kept if packet.pts < start - 1e-9)
+        trailing = sum(1 for packet in kept if packet.pts >= end)
+        try:
+            with av.open(str(target), mode="w", format="matroska") as out:
+                copy: Any = out.add_stream_from_template(video)
+                for packet in kept:
+                    packet.pts -= shift
+                    if packet.dts is not None:
+                        packet.dts -= shift
+                    packet.stream = copy
+                    out.mux(packet)
+        except av.error.FFmpegError as error:
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise SkipSession("decode_error", f"{source.name}: cannot copy: {error}") from None
+        offset_ms = float(shift * base - start_s) * 1000.0
+        if abs(offset_ms) > MAX_OFFSET_MS:
+            raise SkipSession(
+                "invalid_recording",
+                f"{source.name}: the keyframe before the episode is {-offset_ms / 1000:.0f} s "
+                "early, beyond the format's offsetMs limit (re-encode with shorter GOPs)",
+            )
+        return Segment(len(shown), leading, trailing, offset_ms, video.codec_context.name)
