@@ -38,16 +38,13 @@ def gate_reasons(
     gate: Gate,
     expected_windows: int,
     support: HeldOutSupport,
-    change_vision_gain: float | None,
+    vision_gain: float | None,
 ) -> list[str]:
     """The imitation gate's 15 conditions; an empty list means the gate passed.
 
-    `change_vision_gain`: recall of the commands that change what the rover does, with the
-    camera minus with a constant grey frame (None: the blind evaluation was interrupted, or no
-    held-out command changed anything). Measured on the changes, not on overall F1: re-sends
-    dominate the events and follow the teleop page's timer, which the state vector shows, so
-    overall F1 barely moves with the camera even for a model that steers by it
-    (docs/learning.md).
+    `vision_gain`: command F1 with the camera minus F1 of the same weights on a constant grey
+    frame (None: the blind evaluation was interrupted). docs/learning.md has the measurements
+    the default threshold comes from.
     """
     g = gate
     value_ratio = measured.value_error_vs_hold_last()
@@ -87,16 +84,15 @@ def gate_reasons(
             f"Command parameter error above {g.maxNumericMse:g}",
         ),
         (
-            change_vision_gain is not None and change_vision_gain >= g.minVisionGain,
-            "Camera gain not measured (blind evaluation interrupted, or no held-out command "
-            "changed what the rover does)"
-            if change_vision_gain is None
-            else f"The camera adds {change_vision_gain:.3f} recall of the commands that change "
-            f"what the rover does over grey frames, below {g.minVisionGain:g}",
+            vision_gain is not None and vision_gain >= g.minVisionGain,
+            "Blind evaluation interrupted"
+            if vision_gain is None
+            else f"The camera adds {vision_gain:.3f} F1 over grey frames, below {g.minVisionGain:g}",
         ),
         (
             value_ratio is None or value_ratio <= g.maxValueErrorVsHoldLast,
-            f"Command value error is {value_ratio or 0:.2f}x that of repeating the last command, "
+            f"Value error on the commands that change what the rover does is {value_ratio or 0:.2f}x "
+            "that of repeating the last command, "
             f"above {g.maxValueErrorVsHoldLast:g}x",
         ),
     )

@@ -118,14 +118,18 @@ GATE_FIELDS: dict[str, Number] = {
     "minStopRecall": Number(0.5, 0, 1),
     "maxNumericMse": Number(0.1, 0, 1_000_000),
     "minVisionGain": Number(
-        0.1,
+        0.05,
         -1,
         1,
-        doc="recall of the commands that change what the rover does, with the camera minus "
-        "with constant grey frames, at least (changeVisionGain; docs/learning.md)",
+        doc="held-out command F1 with the camera minus F1 of the same weights with constant "
+        "grey frames, at least (docs/learning.md)",
     ),
     "maxValueErrorVsHoldLast": Number(
-        0.9, 0, 1_000_000, doc="value MSE over the repeat-the-last-command baseline's, at most"
+        0.9,
+        0,
+        1_000_000,
+        doc="value MSE on the commands that change what the rover does, over the "
+        "repeat-the-last-command baseline's, at most",
     ),
 }
 

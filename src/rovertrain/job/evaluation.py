@@ -104,7 +104,7 @@ def gate_evaluation(
         return GateEvaluation(status, len(validation), support, threshold)
     measured = evaluate(model, validation, scoring, should_stop)
     blind = blind_score(model, validation, scoring, measured, should_stop)
-    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.change_gain)
+    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.vision_gain)
     return GateEvaluation(
         gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons), blind
     )

@@ -153,11 +153,13 @@ class EventMetrics:
     hold_last: HoldLast | None = None
 
     def value_error_vs_hold_last(self) -> float | None:
-        """Value MSE over the hold-last baseline's (1: no better than repeating the last
-        command); None when the baseline is exact or there is nothing to compare."""
-        if self.hold_last is None or not self.hold_last.numeric_mse:
+        """Value MSE over the hold-last baseline's, on the commands that change what the rover
+        does (1: no better than repeating the last command; re-sends are excluded because
+        the baseline is exact on them by definition). None when there is nothing to compare."""
+        changes = self.hold_last.changes if self.hold_last is not None else None
+        if changes is None or changes.numeric_mse is None or not changes.hold_last_mse:
             return None
-        return self.numeric_mse / self.hold_last.numeric_mse
+        return changes.numeric_mse / changes.hold_last_mse
 
     @property
     def precision(self) -> float:
