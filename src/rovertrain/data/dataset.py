@@ -331,13 +331,7 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     if request.maintains_cache:
         cache.remove_temporaries(request.root)
     plan = _plan(request)
-    pool = DecoderPool(
-        threads=request.config.threads,
-        timeout_seconds=request.config.decodeTimeoutSeconds,
-        should_stop=watcher.should_stop,
-        is_paused=watcher.poll_pause,
-        on_tick=watcher.show_decoding,
-    )
+    pool = _decoder_pool(request, watcher)
     results = pool.run(plan.decode)
     for session_id in sessions:
         if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
@@ -379,13 +373,7 @@ def decode_into_cache(
     """
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
     plan = _plan(request)
-    pool = DecoderPool(
-        threads=request.config.threads,
-        timeout_seconds=request.config.decodeTimeoutSeconds,
-        should_stop=watcher.should_stop,
-        is_paused=watcher.poll_pause,
-        on_tick=watcher.show_decoding,
-    )
+    pool = _decoder_pool(request, watcher)
     failures: dict[str, tuple[str, str]] = {}
     results = pool.run(plan.decode)
     try:
@@ -396,6 +384,16 @@ def decode_into_cache(
     finally:
         results.close()
     return failures
+
+
+def _decoder_pool(request: DatasetRequest, watcher: DecodeWatcher) -> DecoderPool:
+    return DecoderPool(
+        threads=request.config.threads,
+        timeout_seconds=request.config.decodeTimeoutSeconds,
+        should_stop=watcher.should_stop,
+        is_paused=watcher.poll_pause,
+        on_tick=watcher.show_decoding,
+    )
 
 
 def _wait_until_ready(session_id: str, plan: _Plan, results: Iterator[tuple[str, Outcome]]) -> bool:

@@ -112,6 +112,18 @@ def evaluate(
     return score(predictions, windows, scoring)
 
 
+def headline(m: EventMetrics) -> dict[str, float]:
+    """The figures every evaluation summary starts with."""
+    return {
+        "precision": m.precision,
+        "recall": m.recall,
+        "f1": m.f1,
+        "stopRecall": m.stop_recall,
+        "movementRecall": m.movement_recall,
+        "numericMse": m.numeric_mse,
+    }
+
+
 @dataclass(frozen=True)
 class BlindScore:
     """The same weights with a constant grey camera: what the state vector alone achieves."""
@@ -143,12 +155,7 @@ class BlindScore:
     def to_json(self) -> dict[str, float | int]:
         m = self.metrics
         return {
-            "precision": m.precision,
-            "recall": m.recall,
-            "f1": m.f1,
-            "stopRecall": m.stop_recall,
-            "movementRecall": m.movement_recall,
-            "numericMse": m.numeric_mse,
+            **headline(m),
             "changeRecall": m.hold_last.changes.recall if m.hold_last else 0.0,
         }
 
@@ -180,12 +187,7 @@ class HeldOutCurve:
         m = self.metrics
         changes = m.hold_last.changes if m.hold_last else None
         return {
-            "precision": m.precision,
-            "recall": m.recall,
-            "f1": m.f1,
-            "stopRecall": m.stop_recall,
-            "movementRecall": m.movement_recall,
-            "numericMse": m.numeric_mse,
+            **headline(m),
             "windows": m.windows,
             "heldOutLoss": self.loss,
             "changeRecall": changes.recall if changes else None,
