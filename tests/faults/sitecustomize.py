@@ -17,6 +17,8 @@ Faults (the keys of ROVERTRAIN_FAULTS):
                      the watchdog must outlast it
   slowPhaseSeconds   sleep right after the job enters the `train` phase
   nanLossOnRank      the training loss is NaN on the rank with this RANK (not 0: 0 reads as unset)
+  stuckOnRank        the rank with this RANK (not 0) blocks for an hour in a training step's
+                     agreement, alive and silent; its watchdog is left to end it
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "training_step": ("rovertrain.job.control:JobControl.safe_point", ("stuckSeconds",)),
     "phase_entered": ("rovertrain.job.control:JobControl.enter", ("slowPhaseSeconds",)),
     "training_loss": ("rovertrain.learn.losses:losses", ("nanLossOnRank",)),
+    "rank_step": ("rovertrain.distributed.agreement:AgreedControl.safe_point", ("stuckOnRank",)),
 }
 
 Wrapper = Callable[[Callable[..., Any], dict[str, Any]], Callable[..., Any]]
@@ -189,6 +192,20 @@ def _training_loss(losses: Callable[..., Any], faults: dict[str, Any]) -> Callab
         return event_loss, value_loss
 
     return nan_on_one_rank
+
+
+@wrapper("rank_step")
+def _rank_step(safe_point: Callable[..., Any], faults: dict[str, Any]) -> Callable[..., Any]:
+    rank = str(faults["stuckOnRank"])
+
+    @functools.wraps(safe_point)
+    def stuck(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = safe_point(self, *args, **kwargs)
+        if os.environ.get("RANK") == rank and str(self.activity).startswith("training step"):
+            time.sleep(3600)  # a stuck call: signals set flags, only the watchdog ends it
+        return result
+
+    return stuck
 
 
 # -- patching ------------------------------------------------------------------------------

@@ -188,10 +188,10 @@ def alive(pids: set[int]) -> set[int]:
     return living
 
 
-def start_ranks(job: Path) -> subprocess.Popen[bytes]:
+def start_ranks(job: Path, hooks: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "rovertrain", "run", "--job", str(job), "--nproc", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
     )  # fmt: skip
 
 
@@ -288,25 +288,38 @@ def test_sigtstp_to_the_launcher_pauses_both_ranks_and_sigcont_resumes_them(
     assert ranks[0]["steps"] == ranks[1]["steps"] == 60
 
 
-def test_a_stopped_rank_ends_the_job_with_rank_failed_within_the_rank_timeout(
-    synth_copy: Path,
+@pytest.mark.parametrize("how", ["SIGSTOP", "stuck in a step"])
+def test_a_hung_rank_ends_the_job_with_rank_failed_within_the_rank_timeout(
+    synth_copy: Path, how: str
 ) -> None:
     timeout = 10
-    job = write_job(synth_copy, **{**SLOWER, "rankTimeoutSeconds": timeout})
-    process = start_ranks(job)
-    lines = until_progress(process)
+    config = {**SLOWER, "rankTimeoutSeconds": timeout, "stopGraceSeconds": 5}
+    job = write_job(synth_copy, **config)
+    # Stuck: rank 1 blocks in the agreement of its second step (after the first progress).
+    process = start_ranks(job, {"stuckOnRank": 1} if how != "SIGSTOP" else None)
+    lines = until_progress(process) if how == "SIGSTOP" else []
     family = descendants(process.pid)
     stopped_at = time.time()
-    os.kill(rank_pid(process.pid, 1), signal.SIGSTOP)  # alive, holding its sockets, silent
+    if how == "SIGSTOP":
+        os.kill(rank_pid(process.pid, 1), signal.SIGSTOP)  # alive, holding its sockets, silent
     rest, _ = process.communicate(timeout=300)
     events = parse_events(b"".join(lines) + rest)
     error = events[-1]
     assert error["kind"] == "error" and error["code"] == "rank_failed", error
     assert process.returncode == 1
-    # Within the collective timeout, plus the step rank 0 was in on 2 loaded shared cores.
-    assert error["time"] / 1000 - stopped_at < timeout + 20
+    if how == "SIGSTOP":
+        # Within the collective timeout, plus the step rank 0 was in on 2 loaded shared cores.
+        assert error["time"] / 1000 - stopped_at < timeout + 20
+    else:
+        # It hung at its first step: rank 0 wrote no progress and failed one timeout later.
+        kinds = [e["kind"] for e in events]
+        assert "progress" not in kinds and "phase" in kinds
+        (train,) = [e for e in events if e.get("phase") == "train"]
+        assert timeout <= (error["time"] - train["time"]) / 1000 < timeout + 30
     nothing_published_and_lock_released(synth_copy)
-    no_process_left(family)  # the agent SIGKILLs the stopped rank 30 s after SIGTERM
+    # The agent SIGTERMs the hung rank: a stuck one is ended by its watchdog after the grace;
+    # a stopped one cannot act and is SIGKILLed 30 s later.
+    no_process_left(family)
 
 
 def test_under_a_bare_torchrun_a_dead_rank_0_leaves_no_terminal_event_and_fails(
