@@ -40,11 +40,10 @@ def test_keepalive_while_the_controls_hold_still() -> None:
     assert [t for t, _ in kinds(rows)] == [0, 500, 1000, 1500]
 
 
-def test_stop_when_the_throttle_returns_to_zero_repeated_while_it_stays_there() -> None:
-    rows = [(0, 0.0, 0.5), (50, 0.0, 0.0), (100, 0.3, 0.0), (450, 0.0, 0.0), (550, 0.0, 0.0),
-            (1000, 0.0, 0.0), (1100, 0.0, 0.4), (1150, 0.0, 0.0)]  # fmt: skip
-    assert kinds(rows) == [(0, "drive"), (50, "stop"), (550, "stop"), (1100, "drive"),
-                           (1150, "stop")]  # fmt: skip
+def test_stop_once_per_return_to_zero_not_repeated_while_the_throttle_stays_there() -> None:
+    held = [(t, 0.0, 0.0) for t in range(50, 2050, 50)]  # 2 s at rest: four keepalives long
+    rows = [(0, 0.0, 0.5), *held, (2050, 0.0, 0.4), (2100, 0.3, 0.0), (2600, 0.0, 0.0)]
+    assert kinds(rows) == [(0, "drive"), (50, "stop"), (2050, "drive"), (2100, "stop")]
 
 
 def test_reversing_is_moving_and_values_are_clipped() -> None:

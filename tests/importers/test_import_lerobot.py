@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -52,11 +51,9 @@ def test_each_episode_becomes_a_recording_cut_without_re_encoding(cli: Cli, tmp_
             "type": "drive",
             "values": {"speed": 0.5, "turn": commands[0]["values"]["turn"]},
         }
-        stops = [c["t"] for c in commands if c["type"] == "stop"]
-        assert stops[0] == pytest.approx(length * 3 // 4 * 1000 / FPS, abs=1)
-        # Held at rest: repeated at the keepalive (500 ms, every 5th frame at 10 fps).
-        assert [round(b - a) for a, b in itertools.pairwise(stops)] == [500] * (len(stops) - 1)
-        assert all(c["type"] == "stop" for c in commands if c["t"] >= stops[0])
+        assert [c["type"] for c in commands].count("stop") == 1
+        stop = next(c for c in commands if c["type"] == "stop")
+        assert stop["t"] == pytest.approx(length * 3 // 4 * 1000 / FPS, abs=1)
         # Every frame, at its time on the command clock, is the episode's frame of that time.
         offset = meta["video"]["offsetMs"]
         with av.open(str(folder / meta["video"]["file"])) as container:

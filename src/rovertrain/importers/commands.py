@@ -66,22 +66,20 @@ def extract_commands(samples: Iterable[ControlSample], rules: CommandRules) -> l
     - the rover starts at rest; the first sample that moves it sends `drive`;
     - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one sent by more than
       `tolerance`, and at least every `keepalive_ms` (at the first sample at or after it);
-    - when the motion values return to rest, `stop` is sent, and repeated at the keepalive
-      cadence while they stay there: the operator holds the rover stopped, as rovertrain's
-      own operators repeat `stop` while blocked. Controls that change while at rest (steering
-      a parked car) send nothing else.
+    - when the motion values return to rest, one `stop` is sent; controls that change while
+      at rest (steering a parked car) send nothing.
     Values are clipped to [-1, 1].
     """
     commands: list[Command] = []
-    moving = stopped = False
+    moving = False
     sent: Mapping[str, float] = {}
     last_sent = -math.inf
     for sample in samples:
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
-            if moving or (stopped and sample.t - last_sent >= rules.keepalive_ms):
+            if moving:
                 commands.append(Command(sample.t, STOP))
-                moving, stopped, sent, last_sent = False, True, {}, sample.t
+                moving, sent, last_sent = False, {}, sample.t
             continue
         if (
             not moving
@@ -89,7 +87,7 @@ def extract_commands(samples: Iterable[ControlSample], rules: CommandRules) -> l
             or sample.t - last_sent >= rules.keepalive_ms
         ):
             commands.append(Command(sample.t, rules.drive, values))
-            moving, stopped, sent, last_sent = True, False, values, sample.t
+            moving, sent, last_sent = True, values, sample.t
     return commands
 
 
