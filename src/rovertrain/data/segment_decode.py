@@ -18,6 +18,7 @@ therefore cost one wasted parallel attempt and then behave exactly as before.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shutil
 import tempfile
 import threading
@@ -107,7 +108,7 @@ def decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
         output.error = str(refused)
     except SkipSession as skip:
         output.error = f"{skip.code}: {skip.reason}"
-    except Exception as error:  # noqa: BLE001 -- any surprise: decode sequentially instead
+    except Exception as error:  # any surprise (a bug too): decode sequentially instead
         output.error = f"{type(error).__name__}: {str(error)[:200]}"
     if output.error is not None:
         job.stop.set()
@@ -289,7 +290,7 @@ def _merge(outputs: list[SegmentOutput], limits: DecodeLimits) -> None:
         writers.append(output.writer)
     if len({output.rotation for output in outputs}) != 1:
         raise SegmentRefused("segments start with different rotations")
-    for before, after in zip(outputs, outputs[1:], strict=False):
+    for before, after in itertools.pairwise(outputs):
         assert after.first_time is not None
         if not after.first_time > before.clock.last:
             raise SegmentRefused("frames of neighbouring segments are out of order")
@@ -297,7 +298,7 @@ def _merge(outputs: list[SegmentOutput], limits: DecodeLimits) -> None:
     assert first is not None
     if last - first > limits.max_seconds * 1000:
         raise SegmentRefused("the video runs past the duration limit")
-    for output, after in zip(outputs, outputs[1:], strict=False):
+    for output, after in itertools.pairwise(outputs):
         assert output.writer is not None and after.first_time is not None
         output.writer.finish_before(after.first_time)
     assert outputs[-1].writer is not None
