@@ -124,4 +124,7 @@ def test_the_pool_hands_a_lone_session_every_thread(tmp_path: Path) -> None:
     assert outcomes == {"lone": DecodeDone()} and given == {"lone": 2}
     given.clear()
     outcomes = dict(pool.run([request("a"), request("b"), request("c")]))
-    assert set(outcomes) == {"a", "b", "c"} and given == {"a": 1, "b": 1, "c": 1}
+    assert set(outcomes) == {"a", "b", "c"} and given["a"] == given["b"] == 1
+    # c starts when a or b ends: one thread beside the other, two when both ended together
+    # (the budget itself is asserted at every start above).
+    assert given["c"] in (1, 2)
