@@ -34,7 +34,8 @@ from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.segments import Segment, plan_segments
 from rovertrain.errors import SkipSession
 
-# Codecs whose keyframes are tested to restart decoding exactly (tests/data/test_segments.py).
+# Codecs whose keyframes are tested to restart decoding exactly
+# (tests/data/test_segment_decode.py).
 SEGMENTED_CODECS = frozenset({"h264", "vp8"})
 
 
