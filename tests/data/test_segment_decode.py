@@ -152,6 +152,11 @@ def test_repeated_recorder_times_decode_the_same_in_segments(tmp_path: Path) -> 
         times[index] = times[index - 1]  # repeated, inside segments
     times[60] = times[59]  # the keyframe at 60 repeats the time before it: no cut there
     video = browser_vp8(tmp_path / "browser.mkv", times, gop=30)
+    for threads in (2, 3):
+        with av.open(str(video)) as container:
+            plan = segment_decode.plan_for(container, container.streams.video[0], threads)
+        assert plan is not None and 60 in plan.scan.keyframes
+        assert 60 not in [segment.first_packet for segment in plan.segments]
     sequential, _ = decode(video, 1)
     assert sequential[3]["duplicateTimestamps"] == 6
     for threads in (2, 3):
