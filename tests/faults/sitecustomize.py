@@ -16,6 +16,9 @@ Faults (the keys of ROVERTRAIN_FAULTS):
   stuckSeconds       a blocking call (time.sleep) before each training step once one ran;
                      the watchdog must outlast it
   slowPhaseSeconds   sleep right after the job enters the `train` phase
+  nanLossOnRank      the training loss is NaN on the rank with this RANK (not 0: 0 reads as unset)
+  stuckOnRank        the rank with this RANK (not 0) blocks for an hour in a training step's
+                     agreement, alive and silent; its watchdog is left to end it
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rename": ("rovertrain.store.durable:rename_no_replace", ("failRename",)),
     "training_step": ("rovertrain.job.control:JobControl.safe_point", ("stuckSeconds",)),
     "phase_entered": ("rovertrain.job.control:JobControl.enter", ("slowPhaseSeconds",)),
+    "training_loss": ("rovertrain.learn.losses:losses", ("nanLossOnRank",)),
+    "rank_step": ("rovertrain.distributed.agreement:AgreedControl.safe_point", ("stuckOnRank",)),
 }
 
 Wrapper = Callable[[Callable[..., Any], dict[str, Any]], Callable[..., Any]]
@@ -170,6 +175,37 @@ def _phase_entered(enter: Callable[..., Any], faults: dict[str, Any]) -> Callabl
         return result
 
     return slow_enter
+
+
+@wrapper("training_loss")
+def _training_loss(losses: Callable[..., Any], faults: dict[str, Any]) -> Callable[..., Any]:
+    rank = str(faults["nanLossOnRank"])
+
+    @functools.wraps(losses)
+    def nan_on_one_rank(*args: Any, **kwargs: Any) -> Any:
+        event_loss, value_loss = losses(*args, **kwargs)
+        import torch
+
+        # Training only (gradients on): evaluation and the probe keep their losses.
+        if os.environ.get("RANK") == rank and torch.is_grad_enabled() and event_loss.requires_grad:
+            event_loss = event_loss * float("nan")
+        return event_loss, value_loss
+
+    return nan_on_one_rank
+
+
+@wrapper("rank_step")
+def _rank_step(safe_point: Callable[..., Any], faults: dict[str, Any]) -> Callable[..., Any]:
+    rank = str(faults["stuckOnRank"])
+
+    @functools.wraps(safe_point)
+    def stuck(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = safe_point(self, *args, **kwargs)
+        if os.environ.get("RANK") == rank and str(self.activity).startswith("training step"):
+            time.sleep(3600)  # a stuck call: signals set flags, only the watchdog ends it
+        return result
+
+    return stuck
 
 
 # -- patching ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,10 +72,12 @@ def held_out_figures_of(root: Path, job_path: Path, checkpoint: Path) -> dict[st
     return ev.gate_evaluation(model, dataset, job, scoring, lambda: False).to_json()
 
 
-def run_ranks(job: Path, *extra: str, timeout: float = 900) -> tuple[int, list[dict[str, Any]]]:
+def run_ranks(
+    job: Path, *extra: str, timeout: float = 900, hooks: dict[str, Any] | None = None
+) -> tuple[int, list[dict[str, Any]]]:
     completed = subprocess.run(
         [sys.executable, "-m", "rovertrain", "run", "--job", str(job), *extra],
-        capture_output=True, timeout=timeout, env=cli_env(),
+        capture_output=True, timeout=timeout, env=cli_env(hooks),
     )  # fmt: skip
     assert completed.stderr is not None
     return completed.returncode, parse_events(completed.stdout)
@@ -185,21 +188,28 @@ def alive(pids: set[int]) -> set[int]:
     return living
 
 
-def start_ranks(job: Path) -> subprocess.Popen[bytes]:
+def start_ranks(job: Path, hooks: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "rovertrain", "run", "--job", str(job), "--nproc", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=cli_env(hooks),
     )  # fmt: skip
 
 
-def until_progress(process: subprocess.Popen[bytes]) -> list[bytes]:
+def until_progress(process: subprocess.Popen[bytes], kind: str = "progress") -> list[bytes]:
     lines = []
     assert process.stdout is not None
     for line in process.stdout:
         lines.append(line)
-        if json.loads(line)["kind"] == "progress":
+        if json.loads(line)["kind"] == kind:
             return lines
-    raise AssertionError("no progress event")
+    raise AssertionError(f"no {kind} event")
+
+
+def nothing_published_and_lock_released(root: Path) -> None:
+    assert checkpoints(root) == []
+    assert not (root / "training" / "resume-v1.pt").exists()
+    with open(root / "training" / ".lock", "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
 
 
 def no_process_left(pids: set[int]) -> None:
@@ -240,10 +250,99 @@ def test_killing_rank_1_ends_the_job_with_rank_failed(synth_copy: Path) -> None:
     error = events[-1]
     assert error["kind"] == "error" and error["code"] == "rank_failed", error
     assert process.returncode == 1
-    assert checkpoints(synth_copy) == []
-    assert not (synth_copy / "training" / "resume-v1.pt").exists()
-    with open(synth_copy / "training" / ".lock", "rb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
+    nothing_published_and_lock_released(synth_copy)
+    no_process_left(family)
+
+
+def test_a_nan_loss_on_rank_1_ends_the_job_as_one_process_would(synth_copy: Path) -> None:
+    job = write_job(synth_copy, **FAST)
+    code, events = run_ranks(job, "--nproc", "2", hooks={"nanLossOnRank": 1})
+    error = events[-1]
+    assert error["kind"] == "error" and error["code"] == "non_finite_loss", error
+    assert error["detail"] == "step 1: gradient norm nan"  # rank 0 failed at the same step
+    assert code == 1 and [e["kind"] for e in events].count("started") == 1
+    nothing_published_and_lock_released(synth_copy)
+
+
+def test_sigtstp_to_the_launcher_pauses_both_ranks_and_sigcont_resumes_them(
+    synth_copy: Path,
+) -> None:
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 60})
+    process = start_ranks(job)
+    lines = until_progress(process)
+    process.send_signal(signal.SIGTSTP)
+    lines += until_progress(process, "paused")
+    time.sleep(3)
+    assert alive({process.pid}) and "T" not in Path(f"/proc/{process.pid}/stat").read_text()[-60:]
+    process.send_signal(signal.SIGCONT)
+    rest, _ = process.communicate(timeout=300)
+    events = parse_events(b"".join(lines) + rest)
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("paused") == kinds.count("resumed") == 1
+    (resumed,) = [e for e in events if e["kind"] == "resumed"]
+    assert resumed["pausedSeconds"] >= 2.5 and resumed["phase"] == "train"
+    complete = events[-1]
+    assert complete["kind"] == "complete" and process.returncode == 0, complete
+    assert complete["steps"] == 60  # paused, not stopped: every step was taken
+    (ranks,) = [e["ranks"] for e in events if e["kind"] == "ranks"]
+    assert ranks[0]["steps"] == ranks[1]["steps"] == 60
+
+
+@pytest.mark.parametrize("how", ["SIGSTOP", "stuck in a step"])
+def test_a_hung_rank_ends_the_job_with_rank_failed_within_the_rank_timeout(
+    synth_copy: Path, how: str
+) -> None:
+    timeout = 10
+    config = {**SLOWER, "rankTimeoutSeconds": timeout, "stopGraceSeconds": 5}
+    job = write_job(synth_copy, **config)
+    # Stuck: rank 1 blocks in the agreement of its second step (after the first progress).
+    process = start_ranks(job, {"stuckOnRank": 1} if how != "SIGSTOP" else None)
+    lines = until_progress(process) if how == "SIGSTOP" else []
+    family = descendants(process.pid)
+    stopped_at = time.time()
+    if how == "SIGSTOP":
+        os.kill(rank_pid(process.pid, 1), signal.SIGSTOP)  # alive, holding its sockets, silent
+    rest, _ = process.communicate(timeout=300)
+    events = parse_events(b"".join(lines) + rest)
+    error = events[-1]
+    assert error["kind"] == "error" and error["code"] == "rank_failed", error
+    assert process.returncode == 1
+    if how == "SIGSTOP":
+        # Within the collective timeout, plus the step rank 0 was in on 2 loaded shared cores.
+        assert error["time"] / 1000 - stopped_at < timeout + 20
+    else:
+        # It hung at its first step: rank 0 wrote no progress and failed one timeout later.
+        kinds = [e["kind"] for e in events]
+        assert "progress" not in kinds and "phase" in kinds
+        (train,) = [e for e in events if e.get("phase") == "train"]
+        assert timeout <= (error["time"] - train["time"]) / 1000 < timeout + 30
+    nothing_published_and_lock_released(synth_copy)
+    # The agent SIGTERMs the hung rank: a stuck one is ended by its watchdog after the grace;
+    # a stopped one cannot act and is SIGKILLed 30 s later.
+    no_process_left(family)
+
+
+def test_under_a_bare_torchrun_a_dead_rank_0_leaves_no_terminal_event_and_fails(
+    synth_copy: Path,
+) -> None:
+    job = write_job(synth_copy, **SLOWER)
+    log = synth_copy.parent / "torchrun.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+         "--nproc-per-node=2", "--max-restarts=0", "-m", "rovertrain", "run", "--job", str(job)],
+        stdout=subprocess.PIPE, stderr=log.open("wb"), env=cli_env(),
+    )  # fmt: skip
+    lines = until_progress(process)
+    family = descendants(process.pid)
+    os.kill(rank_pid(process.pid, 0), signal.SIGKILL)
+    rest, _ = process.communicate(timeout=300)
+    events = parse_events(b"".join(lines) + rest)
+    assert not {e["kind"] for e in events} & {"complete", "error"}  # what a supervisor sees
+    assert process.returncode != 0
+    stderr = log.read_text()
+    assert "[rank_failed] seen by rank 1 of 2" in stderr  # the survivor says what happened
+    assert re.search(r"Root Cause.*?\brank\s*:\s*0\b", stderr, re.S), stderr[-3000:]  # torchrun
+    nothing_published_and_lock_released(synth_copy)
     no_process_left(family)
 
 

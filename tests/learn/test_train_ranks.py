@@ -1,9 +1,10 @@
 """Two gloo ranks under DDP, each on its share of every batch, train the same weights as one
 process on whole batches (the batch size is global; augmentation and value-history dropout
-draws stay in step)."""
+draws stay in step); a non-finite loss on one rank fails every rank at the same step."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,9 +14,11 @@ import torch
 from windows_fixture import learnable_windows
 
 from rovertrain.data.command_schema import initial_schema
+from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
 from rovertrain.learn.train import (
+    NON_FINITE_LOSS,
     BatchShare,
     Hyperparameters,
     TrainingPlan,
@@ -102,3 +105,34 @@ def test_two_ranks_train_what_one_process_trains(tmp_path: Path) -> None:
     assert any(not torch.equal(initial[name], value) for name, value in alone.items())
     for name, value in alone.items():
         np.testing.assert_allclose(together[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _non_finite_on_rank_1(rank: int, ranks: int, port: int, out: Path) -> None:
+    from torch.nn.parallel import DistributedDataParallel
+
+    from rovertrain.job.ranks import RankShare
+
+    torch.set_num_threads(1)
+    # Short: a rank left waiting in the gradient all-reduce fails soon (`rank_failed`).
+    group = join(rank, ranks, port, timeout=15)
+    plan = training_plan(RankShare(rank, ranks, torch.device("cpu")))
+    if rank == 1:
+        plan.pool.states[:] = float("nan")  # rank 1 alone computes a NaN loss
+    model = initial_policy()
+    outcome: dict[str, str] = {}
+    try:
+        with group.guard():
+            train(
+                DistributedDataParallel(model),  # type: ignore[arg-type]
+                build_optimizer(model, HYPER), plan, Unhurried(), lambda progress: None,
+            )  # fmt: skip
+    except RovertrainError as error:
+        outcome = {"code": error.code.value, "message": error.message, "detail": error.detail}
+    (out / f"rank{rank}.json").write_text(json.dumps(outcome))
+
+
+def test_a_non_finite_loss_on_one_rank_fails_every_rank_at_that_step(tmp_path: Path) -> None:
+    zero, one = run_ranks(_non_finite_on_rank_1, tmp_path)
+    assert zero["code"] == one["code"] == ErrorCode.NON_FINITE_LOSS  # not rank_failed
+    assert one["message"] == NON_FINITE_LOSS and one["detail"] == "step 1: loss nan"
+    assert zero["detail"] == "step 1: gradient norm nan"  # the same step, through DDP

@@ -72,7 +72,11 @@ def _emit_error(stream: EventStream, fields: dict[str, Any], code: ExitCode) -> 
         stream.emit("error", **fields)
     from rovertrain.cli.console import console_line
 
-    console_line(f"error: {fields['message']}")
+    line = f"error: {fields['message']}"
+    if stream.fd is None:
+        # No event carries this outcome (a rank other than 0): stderr says all of it.
+        line += f" [{fields['code']}] {fields.get('detail') or ''}".rstrip()
+    console_line(line)
     return code
 
 

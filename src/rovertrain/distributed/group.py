@@ -45,10 +45,10 @@ def is_rank_failure(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and any(word in text for word in RANK_FAILURE_MARKERS)
 
 
-def rank_failed(error: BaseException) -> RovertrainError:
-    return RovertrainError(
-        ErrorCode.RANK_FAILED, RANK_FAILED, f"{type(error).__name__}: {error}"[:4000]
-    )
+def rank_failed(error: BaseException, world: World) -> RovertrainError:
+    """The error, its detail naming the rank that saw it (the other ranks say it on stderr)."""
+    seen = f"seen by rank {world.rank} of {world.size}: {type(error).__name__}: {error}"
+    return RovertrainError(ErrorCode.RANK_FAILED, RANK_FAILED, seen[:4000])
 
 
 class RankGroup:
@@ -88,7 +88,7 @@ class RankGroup:
             raise
         except RuntimeError as error:
             if self.world.distributed and is_rank_failure(error):
-                raise rank_failed(error) from None
+                raise rank_failed(error, self.world) from None
             raise
 
     def all_max(self, values: list[float]) -> list[float]:

@@ -4,7 +4,8 @@ The launcher is torch.distributed.run (torchrun) with a standalone c10d rendezvo
 local port; each rank is `python -m rovertrain run --job <copy>` and finds its place in the
 environment torchrun sets. The ranks inherit the real stdout: rank 0 writes the job's one
 NDJSON stream there, the others write no events. When no rank wrote a terminal event (rank 0
-itself died or was killed), the launcher ends the stream with `error` `rank_failed`.
+itself died or was killed), the launcher ends the stream with `error` `rank_failed`. SIGTSTP
+and SIGCONT to the launcher are forwarded to the ranks: pause works as with one process.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rovertrain.errors import ErrorCode
@@ -73,6 +76,73 @@ def real_stdout(events_fd: int | None) -> Iterator[None]:
         os.dup2(2, 1)
 
 
+PAUSE_SIGNALS = (signal.SIGTSTP, signal.SIGCONT)
+RANK_ENVIRONMENT = b"TORCHELASTIC_RUN_ID="  # set by the elastic agent for the ranks it starts
+
+
+def launched_ranks(launcher: int) -> list[int]:
+    """The ranks the elastic agent started under `launcher`: its children whose environment
+    names the agent's run (any other child keeps the default action of a pause signal: stop)."""
+    ranks = []
+    for pid in sorted(_children(launcher)):
+        try:
+            environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(entry.startswith(RANK_ENVIRONMENT) for entry in environment):
+            ranks.append(pid)
+    return ranks
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                text = Path(f"/proc/{pid}/task/{task}/children").read_text()
+                found.update(map(int, text.split()))
+    return found
+
+
+def catches(pid: int, number: int) -> bool:
+    """Whether process `pid` has a handler for signal `number` (SigCgt in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (number - 1) & 1)
+    return False
+
+
+@contextlib.contextmanager
+def pause_forwarded() -> Iterator[None]:
+    """SIGTSTP and SIGCONT to this launcher reach every rank, as they reach a one-process job.
+
+    The agent starts each rank in a session of its own, so a pause meant for the job (a
+    supervisor's signal to the launcher, ^Z on a terminal) would otherwise never reach the
+    ranks; and the launcher itself must not stop: it keeps watching its ranks. A rank that
+    gets SIGTSTP pauses every rank at their next agreement (distributed/agreement.py).
+    """
+
+    def forward(number: int, _frame: FrameType | None) -> None:
+        for pid in launched_ranks(os.getpid()):
+            # A rank still starting (no handler yet) would be stopped by the kernel: skip it;
+            # any rank that pauses pauses them all.
+            if number == signal.SIGTSTP and not catches(pid, number):
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(pid, number)
+
+    previous = {number: signal.signal(number, forward) for number in PAUSE_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def last_event(log: Path) -> dict[str, Any] | None:
     try:
         lines = log.read_bytes().splitlines()
@@ -108,7 +178,7 @@ def launch_local(job: Job, nproc: int, stream: EventStream, progress: bool | Non
         job_path = Path(directory) / "job.json"
         job_path.write_text(json.dumps(job_document(job, job_id)))
         arguments = get_args_parser().parse_args(torchrun_arguments(job_path, nproc, progress))
-        with real_stdout(stream.fd):
+        with real_stdout(stream.fd), pause_forwarded():
             try:
                 run(arguments)  # type: ignore[no-untyped-call]
             except (ChildFailedError, SignalException) as error:

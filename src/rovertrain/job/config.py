@@ -84,6 +84,14 @@ CONFIG_FIELDS: dict[str, Number] = {
         doc="train-only: the fraction of examples whose state vector hides the last command's "
         "values, so values are predicted from the camera, not copied (docs/learning.md)",
     ),
+    "resendValueWeight": Number(
+        0.0,
+        0,
+        1,
+        doc="weight of a re-send (same values as the last command of its type) in the value "
+        "loss, against 1 for a change: below 1 the value head learns what to send from the "
+        "camera instead of copying the last command (docs/learning.md)",
+    ),
     "selectionFraction": Number(
         0.15,
         0,
@@ -165,6 +173,7 @@ class Config:
     device: str
     rankTimeoutSeconds: float
     valueHistoryDropout: float
+    resendValueWeight: float
     selectionFraction: float
     selectEverySteps: int
     patience: int

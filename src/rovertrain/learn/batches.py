@@ -10,6 +10,8 @@ import torch
 from rovertrain.data.command_schema import SLOTS, VALUES
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.learn.metrics import command_changes
+from rovertrain.runtime.state import last_values_of, recency_of
 
 
 @dataclass
@@ -19,6 +21,7 @@ class Batch:
     fires: torch.Tensor
     values: torch.Tensor
     available: torch.Tensor
+    changes: torch.Tensor  # [B, SLOTS] float: 1 where the command event changes something
 
     def channels_last_images(self) -> torch.Tensor:
         return self.images.contiguous(memory_format=torch.channels_last)
@@ -27,22 +30,35 @@ class Batch:
         """The batch on `device` (itself when already there)."""
         if device.type == "cpu":
             return self
-        images, states, fires, values, available = (
+        images, states, fires, values, available, changes = (
             tensor.to(device, non_blocking=True)
-            for tensor in (self.images, self.states, self.fires, self.values, self.available)
+            for tensor in (
+                self.images,
+                self.states,
+                self.fires,
+                self.values,
+                self.available,
+                self.changes,
+            )
         )
-        return Batch(images, states, fires, values, available)
+        return Batch(images, states, fires, values, available, changes)
 
 
 def batch_tensors(windows: WindowSet, indices: np.ndarray | slice) -> Batch:
     # NHWC uint8 permuted to an NCHW view: that is exactly the channels_last layout.
     images = torch.from_numpy(np.ascontiguousarray(windows.frames[indices])).permute(0, 3, 1, 2)
+    states = np.ascontiguousarray(windows.states[indices])
+    fires = windows.fires[indices].astype(bool)
+    values = np.ascontiguousarray(windows.values[indices])
+    available = windows.available[indices].astype(bool)
+    changes = command_changes(fires, values, available, last_values_of(states), recency_of(states))
     return Batch(
         images,
-        torch.from_numpy(np.ascontiguousarray(windows.states[indices])),
-        torch.from_numpy(windows.fires[indices].astype(np.float32)),
-        torch.from_numpy(np.ascontiguousarray(windows.values[indices])),
-        torch.from_numpy(windows.available[indices].astype(np.float32)),
+        torch.from_numpy(states),
+        torch.from_numpy(fires.astype(np.float32)),
+        torch.from_numpy(values),
+        torch.from_numpy(available.astype(np.float32)),
+        torch.from_numpy(changes.astype(np.float32)),
     )
 
 

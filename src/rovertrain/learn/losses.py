@@ -1,4 +1,10 @@
-"""What training minimises: weighted event BCE plus masked command-value MSE."""
+"""What training minimises: weighted event BCE plus masked command-value MSE.
+
+The value loss counts a re-send (a command that repeats the values of the last one of its
+type) with `resend_value_weight` against 1 for a change: re-sends outnumber changes several
+times over and are answered by copying the state vector's last values, which teaches the value
+head to copy; when the policy drives itself, a copied value never corrects its course
+(docs/learning.md, "Values from the camera")."""
 
 from __future__ import annotations
 
@@ -18,9 +24,10 @@ class LossSetup:
     numeric_mask: torch.Tensor  # [SLOTS, VALUES] float: value columns that carry numbers
     positive_weight: torch.Tensor  # [SLOTS] BCE positive weights
     slot_mask: torch.Tensor  # [SLOTS] float: slots the schema defines
+    resend_value_weight: float = 1.0
 
 
-def loss_setup(pool: WindowSet, schema: Schema) -> LossSetup:
+def loss_setup(pool: WindowSet, schema: Schema, resend_value_weight: float = 1.0) -> LossSetup:
     slot_mask = torch.zeros(SLOTS)
     slot_mask[: len(schema)] = 1.0
     numeric = torch.from_numpy((pool.available.sum(axis=0) > 0).astype(np.float32))
@@ -30,7 +37,9 @@ def loss_setup(pool: WindowSet, schema: Schema) -> LossSetup:
     negatives = len(pool) - positives
     weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
     weight = np.clip(weight, 1.0, 20.0)
-    return LossSetup(numeric, torch.from_numpy(weight.astype(np.float32)), slot_mask)
+    return LossSetup(
+        numeric, torch.from_numpy(weight.astype(np.float32)), slot_mask, resend_value_weight
+    )
 
 
 def losses(
@@ -43,7 +52,8 @@ def losses(
         logits, batch.fires, pos_weight=setup.positive_weight, reduction="none"
     )
     event_loss = (per_slot * setup.slot_mask).sum() / (setup.slot_mask.sum() * len(batch.fires))
-    mask = batch.available * setup.numeric_mask
+    kind_weight = batch.changes + (1.0 - batch.changes) * setup.resend_value_weight
+    mask = batch.available * setup.numeric_mask * kind_weight[:, :, None]
     count = mask.sum()
     if count > 0:
         value_loss = (((predictions - batch.values) ** 2) * mask).sum() / count

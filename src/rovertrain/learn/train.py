@@ -23,7 +23,10 @@ NON_FINITE_LOSS = (
     "The training loss became NaN or infinite; nothing was published. "
     "Lower config.learningRate or check the recordings."
 )
-NON_FINITE_GRADIENT = "A training gradient became NaN or infinite; nothing was published."
+NON_FINITE_GRADIENT = (
+    "A training gradient (with several ranks: or another rank's loss) became NaN or infinite; "
+    "nothing was published."
+)
 
 
 class StopCause(StrEnum):
@@ -197,7 +200,13 @@ def train(
             event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
             loss = event_loss + value_loss
             loss_value = float(loss.item())
-            _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, steps + 1)
+            if not math.isfinite(loss_value):
+                # Under DDP the other ranks already wait in this step's gradient all-reduce:
+                # join it with NaN gradients, so that every rank fails the gradient check at
+                # this same step (the job's `non_finite_loss`, as with one process) instead of
+                # timing out on a rank that left. With one process this only costs a backward.
+                (loss * math.nan).backward()  # type: ignore[no-untyped-call]
+                _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, steps + 1)
             loss.backward()  # type: ignore[no-untyped-call]
             norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
             _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, steps + 1)

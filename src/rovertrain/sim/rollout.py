@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -119,22 +119,67 @@ class RolloutMetrics:
             "controller": self.controller,
             "seed": self.seed,
             "seconds": self.seconds,
-            "inLaneFraction": round(self.in_lane_fraction, 4),
-            "meanAbsOffset": round(self.mean_abs_offset, 4),
-            "firstDepartureSeconds": self.first_departure_s,
-            "distanceMetres": round(self.distance_m, 2),
-            "movingFraction": round(self.moving_fraction, 4),
-            "obstacles": {
-                "met": self.obstacles_met,
-                "stoppedBeforeContact": self.stopped_before_contact,
-                "collided": self.collided,
-                "passed": self.passed,
-                "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
-            },
-            "commandsPerSecond": round(self.commands_per_second, 3),
+            **driving_fields(self),
             "commandCounts": self.command_counts,
             "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
         }
+
+
+class DrivingFigures(Protocol):
+    """What a rollout and a controller's summary both report (read-only)."""
+
+    @property
+    def in_lane_fraction(self) -> float: ...
+
+    @property
+    def mean_abs_offset(self) -> float: ...
+
+    @property
+    def first_departure_s(self) -> float | None: ...
+
+    @property
+    def distance_m(self) -> float: ...
+
+    @property
+    def moving_fraction(self) -> float: ...
+
+    @property
+    def obstacles_met(self) -> int: ...
+
+    @property
+    def stopped_before_contact(self) -> int: ...
+
+    @property
+    def collided(self) -> int: ...
+
+    @property
+    def passed(self) -> int: ...
+
+    @property
+    def commands_per_second(self) -> float: ...
+
+    @property
+    def stop_rate(self) -> float | None: ...
+
+
+def driving_fields(figures: DrivingFigures) -> dict[str, Any]:
+    """The `rollout` event's and the `drove` summary's shared fields, in their order."""
+    stop_rate = figures.stop_rate
+    return {
+        "inLaneFraction": round(figures.in_lane_fraction, 4),
+        "meanAbsOffset": round(figures.mean_abs_offset, 4),
+        "firstDepartureSeconds": figures.first_departure_s,
+        "distanceMetres": round(figures.distance_m, 2),
+        "movingFraction": round(figures.moving_fraction, 4),
+        "obstacles": {
+            "met": figures.obstacles_met,
+            "stoppedBeforeContact": figures.stopped_before_contact,
+            "collided": figures.collided,
+            "passed": figures.passed,
+            "stopRate": None if stop_rate is None else round(stop_rate, 4),
+        },
+        "commandsPerSecond": round(figures.commands_per_second, 3),
+    }
 
 
 def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | None]:
@@ -213,22 +258,7 @@ class ControllerSummary:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
     def event_fields(self) -> dict[str, Any]:
-        return {
-            "inLaneFraction": round(self.in_lane_fraction, 4),
-            "meanAbsOffset": round(self.mean_abs_offset, 4),
-            "firstDepartureSeconds": self.first_departure_s,
-            "departedSeeds": self.departed_seeds,
-            "distanceMetres": round(self.distance_m, 2),
-            "movingFraction": round(self.moving_fraction, 4),
-            "obstacles": {
-                "met": self.obstacles_met,
-                "stoppedBeforeContact": self.stopped_before_contact,
-                "collided": self.collided,
-                "passed": self.passed,
-                "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
-            },
-            "commandsPerSecond": round(self.commands_per_second, 3),
-        }
+        return {**driving_fields(self), "departedSeeds": self.departed_seeds}
 
 
 def summarise(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
