@@ -261,3 +261,24 @@ def test_the_pool_decodes_a_lone_session_as_segments_and_leaves_no_scratch(
     assert sorted(path.name for path in cache.iterdir()) == ["lone.frames", "lone.json"]
     sequential, _ = decode(video, 1)
     assert (cache / "lone.frames").read_bytes() == sequential[0]
+
+
+def test_a_failing_segment_thread_gives_way_to_the_sequential_decode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any exception in one segment (here injected into the last one) stops the others and
+    the session is decoded sequentially: same output, the reason in `decodeFallback`."""
+    name, codec, options, _ = VIDEOS["h264-b-frames"]
+    video = camera_video(tmp_path / name, codec, options)
+    sequential, _ = decode(video, 1)
+    keep = segment_decode._keep
+
+    def failing_keep(job: Any, output: Any, frame: Any) -> None:
+        if job.segment.end_pts is None and output.frames > 5:
+            raise RuntimeError("injected")
+        keep(job, output, frame)
+
+    monkeypatch.setattr(segment_decode, "_keep", failing_keep)
+    segmented, fields = decode(video, 3)
+    assert segmented == sequential
+    assert fields == {"decodeSegments": 1, "decodeFallback": "RuntimeError: injected"}
