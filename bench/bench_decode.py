@@ -19,6 +19,8 @@ interleaved in one process, R rounds (best of each):
 - rovertrain with N codec threads and no segments (the lone session before segments);
 - rovertrain with one thread (what every child had before that).
 The ratio reference/rovertrain is the throughput ratio (>= 1.3 wanted for the lone session).
+A load-robust estimate follows for segmented decodes (critical path in CPU seconds against
+the reference's CPU per thread): rough, for machines whose cores are never idle.
 
 `--ab`: the tick-frame conversion A/B instead (docs/performance.md, "Decoding with the shared
 prepare_frame"): libswscale scaling straight to 96x72 (the decoder before INPUT_VERSION 2) vs
