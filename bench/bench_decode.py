@@ -1,20 +1,30 @@
 """A lone new drive: decode + windowing of one session against a reference decode, same threads.
 
-    python bench/bench_decode.py [--threads N] [--seconds S] [--rounds R] [--ab]
+    python bench/bench_decode.py [--threads N] [--seconds S] [--rounds R] [--content C] [--ab]
 
-For a 640x480 30 fps video (VP8 and H.264, the random-noise content of earlier figures, S
-seconds, default 300), interleaved in one process, R rounds (best of each):
+For 640x480 30 fps videos of S seconds (default 300), VP8 and H.264, of two contents:
+- `noise` (the content of earlier figures): random noise shifted 3 px a frame, x264
+  `ultrafast` (no deblocking, no B-frames), libvpx realtime with FFmpeg's default keyframe
+  interval (12 frames);
+- `camera`: a smooth panning scene with sensor grain and slowly changing light, encoded as
+  recorders do: x264 default preset (deblocking, B-frames, keyint 250) and VP8 as a browser's
+  MediaRecorder (realtime, 2.5 Mbit/s, a keyframe every 100 frames);
+interleaved in one process, R rounds (best of each):
 - the reference: the `ffmpeg` CLI (`ffmpeg -threads N -i FILE -f null -`) when it is on PATH,
   otherwise the fastest bare PyAV decode loop at N threads (thread_type AUTO, FRAME and SLICE
   each timed; the best one counts) -- the line says which;
 - rovertrain as a lone session's decoder child runs it: `decode_to_file` with the threads the
-  pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N);
-- rovertrain with one thread, what every child had before.
+  pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N): N
+  keyframe segments on N threads where the video allows (the line says how many);
+- rovertrain with N codec threads and no segments (the lone session before segments);
+- rovertrain with one thread (what every child had before that).
 The ratio reference/rovertrain is the throughput ratio (>= 1.3 wanted for the lone session).
+A load-robust estimate follows for segmented decodes (critical path in CPU seconds against
+the reference's CPU per thread): rough, for machines whose cores are never idle.
 
 `--ab`: the tick-frame conversion A/B instead (docs/performance.md, "Decoding with the shared
 prepare_frame"): libswscale scaling straight to 96x72 (the decoder before INPUT_VERSION 2) vs
-full-size rgb24 + `prepare_frame` (now), wall and CPU seconds.
+full-size rgb24 + `prepare_frame` (now), wall and CPU seconds, no segments.
 Machines here are shared: the load average is printed with every figure.
 """
 
@@ -23,6 +33,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import random
 import resource
 import shutil
 import subprocess
@@ -36,6 +47,7 @@ import av
 import numpy as np
 
 import rovertrain.data.decode as decode
+import rovertrain.data.segment_decode as segment_decode
 from rovertrain.data.decode import DecodeLimits, TickWriter, decode_to_file
 from rovertrain.data.decoder_pool import codec_threads
 from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
@@ -43,7 +55,7 @@ from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
 FPS, WIDTH, HEIGHT = 30, 640, 480
 
 
-def make_video(path: Path, codec: str, seconds: int) -> None:
+def make_noise_video(path: Path, codec: str, seconds: int) -> None:
     rng = np.random.default_rng(0)
     base = rng.integers(0, 255, (HEIGHT, WIDTH, 3), dtype=np.uint8)
     with av.open(str(path), mode="w") as container:
@@ -60,6 +72,54 @@ def make_video(path: Path, codec: str, seconds: int) -> None:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
+
+
+def camera_frame(rendered: np.ndarray, grain: np.ndarray) -> np.ndarray:
+    """A synth-world frame (320x240) as a 640x480 camera sees it: interpolated up (soft
+    edges, as through a lens) with sensor grain that differs every frame."""
+    big = np.repeat(np.repeat(rendered.astype(np.float32), 2, axis=0), 2, axis=1)
+    big = (big + np.roll(big, 1, axis=0)) / 2
+    big = (big + np.roll(big, 1, axis=1)) / 2
+    return np.clip(big + grain, 0, 255).astype(np.uint8)
+
+
+def make_camera_video(path: Path, codec: str, seconds: int) -> None:
+    """The synth road world driven by its human driver for `seconds`, at 30 fps."""
+    from rovertrain.sim.synth import simulate_session
+    from rovertrain.sim.worlds import build
+
+    rng = np.random.default_rng(1)
+    grains = rng.normal(0, 3, (17, HEIGHT, WIDTH, 1)).astype(np.float32)
+    scenario = build("road", random.Random(7), "gamepad", 7)
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream(codec, rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        if codec == "libvpx":
+            stream.codec_context.gop_size = 100
+            stream.codec_context.bit_rate = 2_500_000
+            stream.codec_context.options = {"deadline": "realtime", "cpu-used": "8",
+                                             "threads": "1"}  # fmt: skip
+        # libx264: its default preset (medium: deblocking, 3 B-frames, keyint 250).
+        count = 0
+
+        def on_frame(rendered: np.ndarray) -> None:
+            nonlocal count
+            frame = av.VideoFrame.from_ndarray(
+                camera_frame(rendered, grains[count % len(grains)]), format="rgb24"
+            )
+            frame.pts, count = count, count + 1
+            for packet in stream.encode(frame):
+                container.mux(packet)
+
+        simulate_session(scenario, seconds, 0.0, FPS, on_frame)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+CONTENTS: dict[str, Callable[[Path, str, int], None]] = {
+    "noise": make_noise_video,
+    "camera": make_camera_video,
+}
 
 
 def timed(run: Callable[[], Any]) -> tuple[float, float]:
@@ -87,9 +147,20 @@ def bare_pyav(path: Path, threads: int, thread_type: str) -> None:
             pass
 
 
-def rovertrain_decode(path: Path, threads: int) -> None:
+def rovertrain_decode(path: Path, threads: int) -> dict[str, Any]:
     limits = DecodeLimits(max_bytes=1 << 40, max_pixels=1 << 30, max_seconds=1e9, threads=threads)
-    decode_to_file(path, 0.0, limits, io.BytesIO())
+    stats: dict[str, Any] = decode_to_file(path, 0.0, limits, io.BytesIO())["stats"]
+    return stats
+
+
+def without_segments(run: Callable[[], Any]) -> None:
+    """`run` with the segment planner saying "one segment" (the decoder before segments)."""
+    plan_for = segment_decode.plan_for
+    segment_decode.plan_for = lambda container, stream, threads: None  # type: ignore[assignment]
+    try:
+        run()
+    finally:
+        segment_decode.plan_for = plan_for
 
 
 class SwscaleTickWriter(TickWriter):
@@ -111,7 +182,7 @@ class SwscaleTickWriter(TickWriter):
 def swscale_decode(path: Path, threads: int) -> None:
     decode.TickWriter = SwscaleTickWriter  # type: ignore[misc]
     try:
-        rovertrain_decode(path, threads)
+        without_segments(lambda: rovertrain_decode(path, threads))
     finally:
         decode.TickWriter = TickWriter  # type: ignore[misc]
 
@@ -137,9 +208,17 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     else:
         for kind in ("AUTO", "FRAME", "SLICE"):
             runs[f"bare PyAV {kind}"] = lambda kind=kind: bare_pyav(path, threads, kind)
-    runs[f"rovertrain lone ({lone} threads)"] = lambda: rovertrain_decode(path, lone)
+    stats = rovertrain_decode(path, lone)
+    segments = stats["decodeSegments"]
+    lone_name = f"rovertrain lone ({lone} thr, {segments} seg)"
+    runs[lone_name] = lambda: rovertrain_decode(path, lone)
+    runs[f"rovertrain {lone} codec thr, no seg"] = lambda: without_segments(
+        lambda: rovertrain_decode(path, lone)
+    )
     runs["rovertrain 1 thread"] = lambda: rovertrain_decode(path, 1)
-    print(f"{path.name}: {load()} at start")
+    fallback = stats.get("decodeFallback")
+    print(f"{path.name} ({stats['framesDecoded']} frames, {path.stat().st_size / 2**20:.1f} MiB"
+          f"{', segments refused: ' + fallback if fallback else ''}): {load()} at start")  # fmt: skip
     best = interleaved(runs, rounds)
     references = {name: figures for name, figures in best.items() if "rovertrain" not in name}
     reference_name = min(references, key=lambda name: references[name][0])
@@ -148,8 +227,36 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
         print(f"  {name:30s} {wall:6.2f} s wall {cpu:6.2f} s CPU  "
               f"reference/this {reference / wall:.2f}")  # fmt: skip
     print(f"  reference: {reference_name} at {threads} threads; lone-session ratio "
-          f"{reference / best[f'rovertrain lone ({lone} threads)'][0]:.2f} (>= 1.3 wanted); "
+          f"{reference / best[lone_name][0]:.2f} (>= 1.3 wanted); "
           f"{load()} at end")  # fmt: skip
+    if segments > 1:
+        critical = min(critical_path(path, lone) for _ in range(rounds))
+        reference_cpu = references[reference_name][1]
+        print(f"  load-robust estimate: lone critical path (main thread + slowest segment, CPU) "
+              f"{critical:.2f} s; reference CPU / {threads} threads {reference_cpu / threads:.2f} s"
+              f" (its best possible wall); ratio {reference_cpu / threads / critical:.2f}")  # fmt: skip
+
+
+def critical_path(path: Path, threads: int) -> float:
+    """CPU seconds of the main thread plus the slowest segment thread: the wall time of the
+    segmented decode with a free core per thread (wall times on a loaded machine say how the
+    scheduler shared it, CPU times do not)."""
+    segment_cpu: list[float] = []
+    decode_segment = segment_decode.decode_segment
+
+    def timed_segment(job: Any, output: Any) -> None:
+        started = time.thread_time()
+        decode_segment(job, output)
+        segment_cpu.append(time.thread_time() - started)
+
+    segment_decode.decode_segment = timed_segment  # type: ignore[assignment]
+    try:
+        started = time.process_time()
+        rovertrain_decode(path, threads)
+        total = time.process_time() - started
+    finally:
+        segment_decode.decode_segment = decode_segment
+    return total - sum(segment_cpu) + max(segment_cpu)
 
 
 def conversion_ab(path: Path, threads: int, rounds: int) -> None:
@@ -157,7 +264,9 @@ def conversion_ab(path: Path, threads: int, rounds: int) -> None:
     best = interleaved(
         {
             "swscale to 96x72 (old)": lambda: swscale_decode(path, threads),
-            "rgb24 + prepare_frame (new)": lambda: rovertrain_decode(path, threads),
+            "rgb24 + prepare_frame (new)": lambda: without_segments(
+                lambda: rovertrain_decode(path, threads)
+            ),
         },
         rounds,
     )
@@ -172,16 +281,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--content", choices=[*CONTENTS, "both"], default="both")
     parser.add_argument("--ab", action="store_true", help="the tick-conversion A/B instead")
     arguments = parser.parse_args()
+    contents = list(CONTENTS) if arguments.content == "both" else [arguments.content]
     with tempfile.TemporaryDirectory() as directory:
-        for codec, name in (("libvpx", "vp8.webm"), ("libx264", "h264.mp4")):
-            path = Path(directory) / name
-            make_video(path, codec, arguments.seconds)
-            if arguments.ab:
-                conversion_ab(path, arguments.threads, arguments.rounds)
-            else:
-                lone_session(path, arguments.threads, arguments.rounds)
+        for content in contents:
+            for codec, name in (("libvpx", "vp8.webm"), ("libx264", "h264.mp4")):
+                path = Path(directory) / f"{content}-{name}"
+                CONTENTS[content](path, codec, arguments.seconds)
+                if arguments.ab:
+                    conversion_ab(path, arguments.threads, arguments.rounds)
+                else:
+                    lone_session(path, arguments.threads, arguments.rounds)
 
 
 if __name__ == "__main__":

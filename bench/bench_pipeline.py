@@ -4,9 +4,11 @@ Prints ratios against reference runs in the same command:
 - several sessions through the decoder pool (threads=2) vs one after another (threads=1):
   >= 1.5x required;
 - a lone session (the common scheduled job: one new drive, a cache for the rest) through the
-  pool with threads=2 (its child gets both codec threads) vs threads=1;
+  pool with threads=2 (its child gets both threads: two keyframe segments in parallel) vs
+  threads=1;
 - a second `inspect` of unchanged recordings vs the first (cache): >= 20x required;
-- peak RSS of a decoder child for a 4x longer video: should stay flat.
+- peak RSS of a decoder child for a 4x longer video: should stay flat (one thread, and two
+  segments).
 """
 
 from __future__ import annotations
@@ -36,12 +38,12 @@ def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
     return time.perf_counter() - started
 
 
-def child_peak_rss(video: Path) -> float:
+def child_peak_rss(video: Path, threads: int = 1) -> float:
     program = (
         "import io, resource, sys\n"
         "from pathlib import Path\n"
         "from rovertrain.data.decode import DecodeLimits, decode_to_file\n"
-        "limits = DecodeLimits(1 << 40, 1 << 30, 1e9, 1)\n"
+        f"limits = DecodeLimits(1 << 40, 1 << 30, 1e9, {threads})\n"
         "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
@@ -92,10 +94,12 @@ def main() -> None:
                              size=(640, 480))  # fmt: skip
         long = encode_video(scratch / "long.webm", "libvpx", "webm", seconds=120, fps=30,
                             size=(640, 480))  # fmt: skip
-        print(
-            f"decoder peak RSS: 30 s video {child_peak_rss(short):.0f} MiB, "
-            f"120 s video {child_peak_rss(long):.0f} MiB (flat expected)"
-        )
+        for threads in (1, 2):
+            print(
+                f"decoder peak RSS, threads={threads}: 30 s video "
+                f"{child_peak_rss(short, threads):.0f} MiB, 120 s video "
+                f"{child_peak_rss(long, threads):.0f} MiB (flat expected)"
+            )
 
 
 if __name__ == "__main__":

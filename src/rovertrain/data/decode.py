@@ -90,6 +90,13 @@ class TickWriter:
             self._flush_until(self.pending_time, inclusive=True)
             self.pending = None
 
+    def finish_before(self, limit_ms: float) -> None:
+        """End a segment: the ticks before `limit_ms`, the next segment's first frame time,
+        as `add` of that frame would have written them."""
+        if self.pending is not None:
+            self._flush_until(limit_ms, inclusive=False)
+            self.pending = None
+
 
 class FrameClock:
     """Repairs presentation times as frames arrive.
@@ -163,8 +170,17 @@ def decode_to_file(
     limits: DecodeLimits,
     sink: BinaryIO,
     report_frames: Callable[[int], None] = lambda frames: None,
+    scratch_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics."""
+    """Decode `path`, writing converted tick frames to `sink`; return ticks and diagnostics.
+
+    With `limits.threads` > 1 an H.264 or VP8 video with keyframes spread through it is
+    decoded as that many keyframe-aligned segments in parallel (`segment_decode`, scratch
+    files in `scratch_dir`), with the result of a sequential decode; otherwise, or when the
+    segments cannot promise that, sequentially with `limits.threads` codec threads."""
+    # segment_decode builds on this module's TickWriter and FrameClock.
+    from rovertrain.data import segment_decode
+
     started = time.monotonic()
     container_name, size = open_checked(path, limits)
     stats: dict[str, Any] = {
@@ -176,16 +192,65 @@ def decode_to_file(
         "backwardsTimestamps": 0,
         "decodeErrors": 0,
     }
+    plan = None
     with open_video(path, container_name, limits) as (container, stream):
-        context: Any = stream.codec_context
-        width, height = context.width or 0, context.height or 0
-        stats.update(
-            codec=context.name,
-            width=width,
-            height=height,
-            fps=_fps(stream),
-            streams=len(container.streams),
-        )
+        stats.update(_video_stats(container, stream))
+        try:
+            plan = segment_decode.plan_for(container, stream, limits.threads)
+        except segment_decode.SegmentRefused as refused:
+            stats["decodeFallback"] = str(refused)
+    if plan is not None:
+        try:
+            merged = segment_decode.decode_segmented(
+                path, container_name, offset_ms, limits, plan, sink, scratch_dir, report_frames
+            )
+        except segment_decode.SegmentRefused as refused:
+            stats["decodeFallback"] = str(refused)
+        else:
+            stats.update(
+                framesDecoded=merged.frames,
+                duplicateTimestamps=merged.duplicates,
+                backwardsTimestamps=merged.backwards,
+                rotation=merged.rotation,
+                decodeSegments=merged.segments,
+            )
+            return _result(stats, started, merged.ticks, merged.frame_times)
+    stats["decodeSegments"] = 1
+    writer = _decode_sequential(path, container_name, offset_ms, limits, sink, report_frames, stats)
+    return _result(stats, started, writer.ticks, writer.frame_times)
+
+
+def _result(
+    stats: dict[str, Any], started: float, ticks: list[int], frame_times: list[float]
+) -> dict[str, Any]:
+    stats["decodeSeconds"] = round(time.monotonic() - started, 4)
+    late = np.asarray(ticks, dtype=np.int64) - np.asarray(frame_times)
+    stats["staleFrameWindows"] = int((late > STALE_FRAME_MS).sum())
+    return {"ticks": ticks, "frameTimes": frame_times, "stats": stats}
+
+
+def _video_stats(container: Any, stream: Any) -> dict[str, Any]:
+    context: Any = stream.codec_context
+    return {
+        "codec": context.name,
+        "width": context.width or 0,
+        "height": context.height or 0,
+        "fps": _fps(stream),
+        "streams": len(container.streams),
+    }
+
+
+def _decode_sequential(
+    path: Path,
+    container_name: str,
+    offset_ms: float,
+    limits: DecodeLimits,
+    sink: BinaryIO,
+    report_frames: Callable[[int], None],
+    stats: dict[str, Any],
+) -> TickWriter:
+    """Decode every frame in order with `limits.threads` codec threads."""
+    with open_video(path, container_name, limits) as (container, stream):
         writer: TickWriter | None = None
         clock = FrameClock()
         first_time: float | None = None
@@ -235,11 +300,7 @@ def decode_to_file(
                 )
             raise SkipSession("no_windows", "the video has no decodable frames")
         writer.finish()
-    stats["decodeSeconds"] = round(time.monotonic() - started, 4)
-    frame_times = np.asarray(writer.frame_times)
-    ticks = np.asarray(writer.ticks, dtype=np.int64)
-    stats["staleFrameWindows"] = int((ticks - frame_times > STALE_FRAME_MS).sum())
-    return {"ticks": writer.ticks, "frameTimes": writer.frame_times, "stats": stats}
+    return writer
 
 
 def _duration_seconds(container: Any, stream: Any) -> float | None:

@@ -39,6 +39,7 @@ def main(request: DecodeRequest, conn: Connection) -> None:
                 request.limits,
                 sink,
                 lambda frames: conn.send(FramesDecoded(frames)),
+                scratch_dir=frames_path.parent,  # segment scratch files: the cache's disk
             )
         from rovertrain.data.cache import CacheEntry, write_meta
 
