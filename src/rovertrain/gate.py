@@ -33,18 +33,46 @@ class HeldOutSupport:
     unsupported_windows: int
 
 
+@dataclass(frozen=True)
+class CameraGain:
+    """What the camera adds: the held-out figures minus those of the same weights on a
+    constant grey frame. `f1`: command F1 (`visionGain`; None: the blind evaluation was
+    interrupted). `changes`: recall of the commands that change what the rover does
+    (`changeVisionGain`; None also when no held-out command changed anything)."""
+
+    f1: float | None
+    changes: float | None
+
+
+def _camera_conditions(camera: CameraGain, g: Gate) -> Sequence[tuple[bool, str]]:
+    if camera.f1 is None:
+        return ((False, "Blind evaluation interrupted"),)
+    return (
+        (
+            camera.f1 >= g.minVisionGain,
+            f"The camera changes F1 by {camera.f1:.3f} over grey frames, below {g.minVisionGain:g}",
+        ),
+        (
+            camera.changes is not None and camera.changes >= g.minChangeVisionGain,
+            "No held-out command changes what the rover does: the camera cannot be judged"
+            if camera.changes is None
+            else f"The camera adds {camera.changes:.3f} recall of the commands that change what "
+            f"the rover does over grey frames, below {g.minChangeVisionGain:g}",
+        ),
+    )
+
+
 def gate_reasons(
     measured: EventMetrics,
     gate: Gate,
     expected_windows: int,
     support: HeldOutSupport,
-    vision_gain: float | None,
+    camera: CameraGain,
 ) -> list[str]:
-    """The imitation gate's 15 conditions; an empty list means the gate passed.
+    """The imitation gate's conditions; an empty list means the gate passed.
 
-    `vision_gain`: command F1 with the camera minus F1 of the same weights on a constant grey
-    frame (None: the blind evaluation was interrupted). docs/learning.md has the measurements
-    the default threshold comes from.
+    `camera`: what the camera adds over grey frames. docs/learning.md has the measurements the
+    default thresholds come from.
     """
     g = gate
     value_ratio = measured.value_error_vs_hold_last()
@@ -83,12 +111,7 @@ def gate_reasons(
             measured.numeric_mse <= g.maxNumericMse,
             f"Command parameter error above {g.maxNumericMse:g}",
         ),
-        (
-            vision_gain is not None and vision_gain >= g.minVisionGain,
-            "Blind evaluation interrupted"
-            if vision_gain is None
-            else f"The camera adds {vision_gain:.3f} F1 over grey frames, below {g.minVisionGain:g}",
-        ),
+        *_camera_conditions(camera, g),
         (
             value_ratio is None or value_ratio <= g.maxValueErrorVsHoldLast,
             f"Value error on the commands that change what the rover does is {value_ratio or 0:.2f}x "

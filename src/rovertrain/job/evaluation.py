@@ -12,6 +12,7 @@ import numpy as np
 from rovertrain.data.dataset import Dataset, WindowSet
 from rovertrain.data.partition import Partition
 from rovertrain.gate import (
+    CameraGain,
     GateStatus,
     HeldOutSupport,
     gate_reasons,
@@ -104,7 +105,8 @@ def gate_evaluation(
         return GateEvaluation(status, len(validation), support, threshold)
     measured = evaluate(model, validation, scoring, should_stop)
     blind = blind_score(model, validation, scoring, measured, should_stop)
-    reasons = gate_reasons(measured, job.gate, len(validation), support, blind.vision_gain)
+    camera = CameraGain(blind.vision_gain, blind.change_gain)
+    reasons = gate_reasons(measured, job.gate, len(validation), support, camera)
     return GateEvaluation(
         gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons), blind
     )
