@@ -89,26 +89,31 @@ def test_a_policy_that_ignores_the_camera_does_not_pass() -> None:
     # Same weights, grey frames, same outputs: the camera adds nothing anywhere.
     reasons = gate_reasons(passing(), GATE, 500, support(), CameraGain(0.0, 0.0))
     assert reasons == [
-        "The camera adds 0.000 recall of the commands that change what the rover does over "
-        "grey frames, below 0.05"
+        "The camera adds 0.000 F1 (below 0.05) and 0.000 recall of the commands that change "
+        "what the rover does (below 0.05) over grey frames"
     ]
 
 
-def test_a_camera_that_anticipates_changes_passes_though_f1_drops_a_little() -> None:
-    # Measured (docs/learning.md): a road model 99.4% in lane closed loop, F1 -0.020 with the
-    # camera (it fires a window before changes it sees coming), +0.303 recall on changes.
-    assert gate_reasons(passing(), GATE, 500, support(), CameraGain(-0.020, 0.303)) == []
+@pytest.mark.parametrize(
+    "camera",
+    [
+        # Measured (docs/learning.md): a road model 99.4% in lane closed loop fires a window
+        # before changes it sees coming (F1 -0.020) and finds 0.303 more of them.
+        CameraGain(-0.020, 0.303),
+        # Imported tubs: stops found only with the camera, change timing from the state.
+        CameraGain(0.061, 0.038),
+    ],
+)
+def test_the_camera_must_add_to_f1_or_to_the_changes(camera: CameraGain) -> None:
+    assert gate_reasons(passing(), GATE, 500, support(), camera) == []
 
 
-def test_a_camera_that_costs_much_f1_does_not_pass() -> None:
-    reasons = gate_reasons(passing(), GATE, 500, support(), CameraGain(-0.2, 0.3))
-    assert reasons == ["The camera changes F1 by -0.200 over grey frames, below -0.1"]
-
-
-def test_no_changes_held_out_means_the_camera_cannot_be_judged() -> None:
-    reasons = gate_reasons(passing(), GATE, 500, support(), CameraGain(0.1, None))
+def test_no_changes_held_out_leaves_f1_to_judge_the_camera() -> None:
+    assert gate_reasons(passing(), GATE, 500, support(), CameraGain(0.1, None)) == []
+    reasons = gate_reasons(passing(), GATE, 500, support(), CameraGain(0.01, None))
     assert reasons == [
-        "No held-out command changes what the rover does: the camera cannot be judged"
+        "The camera adds 0.010 F1 (below 0.05) and no recall of the commands that change what "
+        "the rover does (below 0.05) over grey frames"
     ]
 
 

@@ -45,19 +45,21 @@ class CameraGain:
 
 
 def _camera_conditions(camera: CameraGain, g: Gate) -> Sequence[tuple[bool, str]]:
+    """The camera must add to when the model fires (F1) or to finding the commands that change
+    what the rover does; a model that ignores the camera adds exactly 0 to both."""
     if camera.f1 is None:
         return ((False, "Blind evaluation interrupted"),)
+    changes = camera.changes
+    adds = camera.f1 >= g.minVisionGain or (
+        changes is not None and changes >= g.minChangeVisionGain
+    )
+    change_text = "no" if changes is None else f"{changes:.3f}"
     return (
         (
-            camera.f1 >= g.minVisionGain,
-            f"The camera changes F1 by {camera.f1:.3f} over grey frames, below {g.minVisionGain:g}",
-        ),
-        (
-            camera.changes is not None and camera.changes >= g.minChangeVisionGain,
-            "No held-out command changes what the rover does: the camera cannot be judged"
-            if camera.changes is None
-            else f"The camera adds {camera.changes:.3f} recall of the commands that change what "
-            f"the rover does over grey frames, below {g.minChangeVisionGain:g}",
+            adds,
+            f"The camera adds {camera.f1:.3f} F1 (below {g.minVisionGain:g}) and {change_text} "
+            "recall of the commands that change what the rover does (below "
+            f"{g.minChangeVisionGain:g}) over grey frames",
         ),
     )
 

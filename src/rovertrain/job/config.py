@@ -126,19 +126,19 @@ GATE_FIELDS: dict[str, Number] = {
     "minStopRecall": Number(0.5, 0, 1),
     "maxNumericMse": Number(0.1, 0, 1_000_000),
     "minVisionGain": Number(
-        -0.1,
+        0.05,
         -1,
         1,
         doc="held-out command F1 with the camera minus F1 of the same weights with constant "
-        "grey frames, at least: a guard against a camera that costs F1; a model that sees a "
-        "change coming fires a window early, which F1 counts as a miss (docs/learning.md)",
+        "grey frames; the camera must reach this or minChangeVisionGain (docs/learning.md)",
     ),
     "minChangeVisionGain": Number(
         0.05,
         -1,
         1,
         doc="held-out recall of the commands that change what the rover does, with the camera "
-        "minus with constant grey frames, at least: a model that ignores the camera gains 0",
+        "minus with constant grey frames; the camera must reach this or minVisionGain (a model "
+        "that ignores the camera gains 0 on both)",
     ),
     "maxValueErrorVsHoldLast": Number(
         0.9,
