@@ -12,7 +12,7 @@ import pytest
 from rovertrain.sim.drivers import PolicyDriver
 from rovertrain.sim.rollout import closed_loop_report, rollout, run_controller
 from rovertrain.sim.world import World
-from rovertrain.sim.worlds import WORLDS, rollout_scenario
+from rovertrain.sim.worlds import WORLDS, human_opening, rollout_scenario
 
 SEEDS = (0, 1, 2)
 
@@ -101,10 +101,23 @@ def test_the_policy_is_ticked_every_100_ms_and_hears_its_own_commands() -> None:
     assert min(policy.frames) > 10  # the camera, not a blank picture
 
 
+def test_the_opening_is_the_first_drive_the_seeds_human_sends() -> None:
+    for world in ("road", "warehouse"):
+        for seed in (0, 3):
+            opening = human_opening(world, seed)
+            scenario = rollout_scenario(world, seed)
+            trace = run_controller(scenario.world, scenario.human, 0.05)
+            first = trace.commands[0]
+            assert (opening.t, opening.type, opening.values) == (0.0, first.type, first.values)
+    # Road seed 3 starts in a sharp bend: the straight opening of old put the rover off it.
+    assert human_opening("road", 3).values == {"speed": 0.48, "turn": 0.81}
+    assert WORLDS["road"].opening().values == {"speed": 0.6, "turn": 0.0}
+
+
 def test_the_operator_hands_over_with_one_opening_command() -> None:
     policy = ScriptedPolicy()
     scenario = rollout_scenario("road", 0)
-    opening = WORLDS["road"].opening()
+    opening = human_opening("road", 0)
     trace = run_controller(scenario.world, PolicyDriver(policy, opening=opening), 0.3)
     assert policy.observed[0] == (0.0, "drive", opening.values)
     assert trace.commands[0] == opening and len(trace.commands) == 4  # opening + 3 ticks

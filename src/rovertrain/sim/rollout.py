@@ -21,7 +21,7 @@ import numpy as np
 
 from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
-from rovertrain.sim.worlds import WORLDS, rollout_scenario
+from rovertrain.sim.worlds import human_opening, rollout_scenario
 
 BASELINES = ("human", "copycat", "blind")
 FRAME_MS = 100
@@ -337,14 +337,16 @@ def make_controller(
     world_name: str,
     policy_factory: Callable[[], TickPolicy] | None,
     hand_over: bool = True,
+    seed: int = 0,
 ) -> Controller:
+    """`seed`: the rollout seed, whose human's first command is the operator's opening."""
     if name in ("policy", "blind"):
         if policy_factory is None:
             raise ValueError(f"controller {name!r} needs a policy")
-        opening = WORLDS[world_name].opening() if hand_over else None
+        opening = human_opening(world_name, seed) if hand_over else None
         return PolicyDriver(policy_factory(), blind=name == "blind", opening=opening)
     if name == "copycat":
-        return Copycat(WORLDS[world_name].opening())
+        return Copycat(human_opening(world_name, seed))
     raise ValueError(f"unknown controller {name!r}")
 
 
@@ -363,7 +365,7 @@ def rollout(
     controller: Controller = (
         scenario.human
         if controller_name == "human"
-        else make_controller(controller_name, world_name, policy_factory, hand_over)
+        else make_controller(controller_name, world_name, policy_factory, hand_over, seed)
     )
     trace = run_controller(scenario.world, controller, seconds, on_frame=on_frame)
     return rollout_metrics(trace, seed), trace

@@ -32,7 +32,7 @@ class WorldKind:
     session_prefix: str
 
     def opening(self) -> SentCommand:
-        """The copycat's first command: cruise straight ahead."""
+        """A first command that ignores the scene: cruise straight ahead."""
         return SentCommand(0.0, "drive", {"speed": self.style.keyboard_speed, "turn": 0.0})
 
 
@@ -59,6 +59,20 @@ class Scenario:
     kind: WorldKind
     world: World
     human: HumanDriver
+
+
+def human_opening(name: str, seed: int) -> SentCommand:
+    """The operator's opening command on rollout seed `seed`: the first `drive` the scenario's
+    human sends at the start (the turn the scene asks for), at t=0. A fixed straight opening
+    put the rover off the road before the policy's first decision where a seed starts in a
+    sharp bend, a state no recording starts in."""
+    scenario = rollout_scenario(name, seed)
+    world = scenario.world
+    world.begin_tick()
+    for command in scenario.human.act(world, world.render):
+        if world.roles.get(command.type) == "movement" and command.values is not None:
+            return SentCommand(0.0, command.type, dict(command.values))
+    return scenario.kind.opening()
 
 
 def build(
