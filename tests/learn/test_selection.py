@@ -6,6 +6,7 @@ import torch
 from windows_fixture import learnable_windows
 
 from rovertrain.data.command_schema import initial_schema
+from rovertrain.learn.averaging import WeightAverage, warmed_decay
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.patience import Patience
 from rovertrain.learn.policy import Policy
@@ -58,3 +59,50 @@ def test_without_selection_windows_nothing_is_measured_or_restored() -> None:
     best.on_step(1)
     summary = best.finish(2)
     assert not best.converged() and summary.measurements == 0 and not summary.restored_best
+
+
+def test_the_decay_warms_up_to_its_setting() -> None:
+    assert warmed_decay(0.995, 0) == 0.1  # the first update nearly takes the weights as they are
+    assert warmed_decay(0.995, 90) == 0.91
+    assert warmed_decay(0.995, 10_000) == 0.995
+    decays = [warmed_decay(0.99, n) for n in range(2000)]
+    assert decays == sorted(decays) and max(decays) == 0.99
+
+
+def test_the_average_follows_the_trained_weights_with_its_decay() -> None:
+    torch.manual_seed(0)
+    model = Policy()
+    average = WeightAverage(model, 0.5)
+    start = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(1.0)
+    average.update()  # warm-up decay 0.1: 90% of the way
+    for before, averaged in zip(start, average.model.parameters(), strict=True):
+        assert torch.allclose(averaged, before + 0.9)
+    for _ in range(30):  # decay 0.5 from the third update on: converges on the weights
+        average.update()
+    for trained, averaged in zip(model.parameters(), average.model.parameters(), strict=True):
+        assert torch.allclose(averaged, trained, atol=1e-6)
+        assert averaged.data_ptr() != trained.data_ptr()  # a copy, not the same tensor
+
+
+def test_with_an_average_the_average_is_measured_kept_and_published() -> None:
+    windows = learnable_windows(48)
+    torch.manual_seed(0)
+    model = Policy()
+    setup = loss_setup(windows, initial_schema())
+    best = BestWeights(model, windows, setup, 16, 2, 0, average_decay=0.9)
+    assert best.average is not None
+    for step in (1, 2):
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(torch.randn_like(parameter) * 0.01)
+        best.on_step(step)
+    assert best.average.updates == 2 and best.rule.measurements == 1
+    averaged = {name: t.clone() for name, t in best.average.model.state_dict().items()}
+    summary = best.finish(2)  # already measured at step 2: not measured twice
+    assert summary.measurements == 1 and summary.average_decay == 0.9
+    assert summary.to_json()["weightAverageDecay"] == 0.9
+    for name, tensor in model.state_dict().items():  # the trained model now holds the average
+        assert torch.equal(tensor, averaged[name]), name

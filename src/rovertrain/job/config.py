@@ -103,6 +103,13 @@ CONFIG_FIELDS: dict[str, Number] = {
     "selectEverySteps": Number(
         200, 1, 100_000_000, integer=True, doc="training steps between selection evaluations"
     ),
+    "weightAverageDecay": Number(
+        0.0,
+        0,
+        0.9999,
+        doc="the published weights are an exponential moving average of the trained ones "
+        "with this decay per step (selected by the same signal); 0: the trained weights",
+    ),
     "patience": Number(
         5,
         0,
@@ -184,6 +191,7 @@ class Config:
     resendValueWeight: float
     selectionFraction: float
     selectEverySteps: int
+    weightAverageDecay: float
     patience: int
 
     def to_json(self) -> dict[str, Any]:

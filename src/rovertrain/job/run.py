@@ -141,8 +141,9 @@ def run_steps(
         share=ranks.share(),
     )  # fmt: skip
     best = BestWeights(
-        model, dataset.selection, setup, config.batchSize, config.selectEverySteps, config.patience
-    )
+        model, dataset.selection, setup, config.batchSize, config.selectEverySteps,
+        config.patience, config.weightAverageDecay,
+    )  # fmt: skip
     periodic = ev.periodic_evaluation(
         stream, config.evalEverySteps, model, validation, scoring, setup
     )

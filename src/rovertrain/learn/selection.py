@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from rovertrain.data.dataset import WindowSet
+from rovertrain.learn.averaging import WeightAverage
 from rovertrain.learn.evaluate import predict
 from rovertrain.learn.losses import LossSetup
 from rovertrain.learn.patience import Patience
@@ -27,6 +28,7 @@ class SelectionSummary:
     best_loss: float | None
     last_loss: float | None
     restored_best: bool
+    average_decay: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,11 +39,15 @@ class SelectionSummary:
             "bestLoss": self.best_loss,
             "lastLoss": self.last_loss,
             "publishedBest": self.restored_best,
+            "weightAverageDecay": self.average_decay,
         }
 
 
 class BestWeights:
-    """Measures the selection loss every `every_steps` steps and keeps the best weights."""
+    """Measures the selection loss every `every_steps` steps and keeps the best weights.
+
+    With `average_decay` > 0 the weights measured, kept and published are the moving average
+    of the trained ones (learn/averaging.py), updated after every step."""
 
     def __init__(
         self,
@@ -51,8 +57,11 @@ class BestWeights:
         batch_size: int,
         every_steps: int,
         patience: int,
+        average_decay: float = 0.0,
     ):
         self.model, self.windows, self.setup = model, windows, setup
+        self.average = WeightAverage(model, average_decay) if average_decay > 0 else None
+        self.measured: Policy = self.average.model if self.average is not None else model
         self.batch_size, self.every_steps = batch_size, every_steps
         self.rule = Patience(patience if len(windows) else 0)
         self.best: dict[str, torch.Tensor] | None = None
@@ -62,12 +71,14 @@ class BestWeights:
         if not len(self.windows) or step == self.measured_at:
             return
         self.measured_at = step
-        loss = predict(self.model, self.windows, self.batch_size, setup=self.setup).loss
+        loss = predict(self.measured, self.windows, self.batch_size, setup=self.setup).loss
         assert loss is not None
         if self.rule.observe(step, loss):
-            self.best = copy.deepcopy(self.model.state_dict())
+            self.best = copy.deepcopy(self.measured.state_dict())
 
     def on_step(self, step: int) -> None:
+        if self.average is not None:
+            self.average.update()
         if step % self.every_steps == 0:
             self.measure(step)
 
@@ -80,6 +91,8 @@ class BestWeights:
         restored = self.best is not None and self.rule.best_step != step
         if self.best is not None:
             self.model.load_state_dict(self.best)
+        elif self.average is not None:
+            self.model.load_state_dict(self.average.model.state_dict())
         rule = self.rule
         return SelectionSummary(
             windows=len(self.windows),
@@ -88,4 +101,5 @@ class BestWeights:
             best_loss=rule.best_loss if self.best is not None else None,
             last_loss=rule.last_loss,
             restored_best=restored,
+            average_decay=self.average.decay if self.average is not None else 0.0,
         )
