@@ -71,3 +71,50 @@ def test_resend_value_weight_scales_the_resends_in_the_value_loss() -> None:
     assert float(every_event) == pytest.approx((0.25 + 0.25 + 0.81 + 0.01) / 4)
     assert float(changes_only) == pytest.approx((0.81 + 0.01) / 2)
     assert float(tenth) == pytest.approx((0.1 * 0.5 + 0.82) / 2.2)
+
+
+def _restart_windows() -> WindowSet:
+    """`_one_slot_windows`, where in the last window slot 1 (a stop) was sent after the drive."""
+    windows = _one_slot_windows()
+    states = windows.states.reshape(4, SLOTS, STATE_FEATURES_PER_SLOT).copy()
+    states[3, 1, 4] = 0.0  # sent ...
+    states[3, 1, 6] = 0.01  # ... 100 ms ago, after the last drive
+    return WindowSet(
+        frames=windows.frames,
+        states=states.reshape(4, -1),
+        fires=windows.fires,
+        values=windows.values,
+        available=windows.available,
+        category=windows.category,
+    )
+
+
+def test_a_batch_marks_the_events_that_switch_between_stop_and_movement() -> None:
+    batch = batch_tensors(_restart_windows(), slice(None))
+    assert batch.changes[:, 0].tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert batch.type_changes[:, 0].tolist() == [0.0, 0.0, 0.0, 1.0]  # window 2: values only
+    assert float(batch.type_changes[:, 1:].sum()) == 0.0
+    # A slot outside the motion roles (a horn) sent last is no switch; nor are its own events.
+    motion = np.ones(SLOTS, dtype=bool)
+    motion[1] = False
+    assert batch_tensors(_restart_windows(), slice(None), motion).type_changes.sum() == 0.0
+
+
+def test_type_change_event_weight_scales_the_restarts_in_the_event_loss() -> None:
+    windows = _restart_windows()
+    batch = batch_tensors(windows, slice(None))
+    schema = initial_schema()
+    logits = torch.zeros(4, SLOTS)
+    logits[:, 0] = torch.tensor([1.0, -1.0, 2.0, -2.0])  # a different BCE in every window
+    setup = loss_setup(windows, schema)
+    no_values = torch.zeros(4, SLOTS, VALUES)
+    plain, _ = losses(logits, no_values, batch, setup)
+    weighted, _ = losses(logits, no_values, batch, loss_setup(windows, schema, 1.0, 3.0))
+    per_slot = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits, batch.fires, pos_weight=setup.positive_weight, reduction="none"
+    )
+    per_slot = per_slot * setup.slot_mask
+    scale = setup.slot_mask.sum() * 4
+    assert float(plain) == pytest.approx(float(per_slot.sum() / scale))
+    restart = per_slot[3, 0]  # only window 3 sends a type change
+    assert float(weighted) == pytest.approx(float((per_slot.sum() + 2 * restart) / scale))

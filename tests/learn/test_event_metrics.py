@@ -10,6 +10,7 @@ from rovertrain.learn.metrics import (
     command_changes,
     event_metrics,
     frequency_baselines,
+    motion_type_changes,
     natural_frequencies,
 )
 from rovertrain.runtime.state import encode_states, last_values_of, recency_of
@@ -120,3 +121,27 @@ def test_hold_last_baseline_and_the_split_in_event_metrics() -> None:
     assert m.hold_last.resends.hold_last_mse == pytest.approx(0.0)
     document = m.to_json()
     assert document["changes"]["events"] == 1 and document["valueErrorVsHoldLast"] == 0.25
+
+
+def test_motion_type_changes_ignore_other_role_commands() -> None:
+    inf = np.inf
+    # slots: stop (motion), drive (motion), horn (other); recency: seconds-ago fraction
+    recency = np.array(
+        [
+            [0.02, 0.30, inf],  # stop sent last, drive now: a restart
+            [0.30, 0.05, inf],  # drive sent last, drive now: a keepalive
+            [0.50, 0.20, 0.01],  # horn sent last, then drive: no switch of what the rover does
+            [inf, inf, inf],  # nothing ever sent: the first drive is a switch
+            [0.30, 0.05, 0.50],  # the horn itself fires: never counted
+        ]
+    )
+    actual = np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0], [0, 1, 0], [0, 0, 1]], dtype=bool)
+    motion = np.array([True, True, False])
+    changes = motion_type_changes(actual, recency, motion)
+    assert changes.tolist() == [
+        [False, True, False],
+        [False, False, False],
+        [False, False, False],
+        [False, True, False],
+        [False, False, False],
+    ]

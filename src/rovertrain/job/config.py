@@ -92,6 +92,14 @@ CONFIG_FIELDS: dict[str, Number] = {
         "loss, against 1 for a change: below 1 the value head learns what to send from the "
         "camera instead of copying the last command (docs/learning.md)",
     ),
+    "typeChangeEventWeight": Number(
+        1.0,
+        1,
+        100,
+        doc="weight in the event loss of a window whose command switches between the stop and "
+        "movement roles (a restart after a stop, a stop while driving; other-role commands "
+        "such as a horn do not count), against 1 for every other window",
+    ),
     "selectionFraction": Number(
         0.15,
         0,
@@ -104,7 +112,7 @@ CONFIG_FIELDS: dict[str, Number] = {
         200, 1, 100_000_000, integer=True, doc="training steps between selection evaluations"
     ),
     "weightAverageDecay": Number(
-        0.0,
+        0.995,
         0,
         0.9999,
         doc="the published weights are an exponential moving average of the trained ones "
@@ -189,6 +197,7 @@ class Config:
     rankTimeoutSeconds: float
     valueHistoryDropout: float
     resendValueWeight: float
+    typeChangeEventWeight: float
     selectionFraction: float
     selectEverySteps: int
     weightAverageDecay: float

@@ -124,7 +124,7 @@ def run_steps(
     hyper = hyperparameters(config, ranks.device.type)
     model, optimizer = restore_policy(state, hyper)
     diagnostics.optimizer(optimizer_settings(optimizer))
-    setup = loss_setup(pool, dataset.schema, config.resendValueWeight)
+    setup = loss_setup(pool, dataset.schema, config.resendValueWeight, config.typeChangeEventWeight)
     placed_setup = ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(job, dataset)
     audit_windows = ev.audit_windows(pool)

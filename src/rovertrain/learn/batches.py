@@ -10,7 +10,7 @@ import torch
 from rovertrain.data.command_schema import SLOTS, VALUES
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
-from rovertrain.learn.metrics import command_changes
+from rovertrain.learn.metrics import command_changes, motion_type_changes
 from rovertrain.runtime.state import last_values_of, recency_of
 
 
@@ -22,6 +22,7 @@ class Batch:
     values: torch.Tensor
     available: torch.Tensor
     changes: torch.Tensor  # [B, SLOTS] float: 1 where the command event changes something
+    type_changes: torch.Tensor  # [B, SLOTS] float: 1 where it switches stop <-> movement
 
     def channels_last_images(self) -> torch.Tensor:
         return self.images.contiguous(memory_format=torch.channels_last)
@@ -30,7 +31,7 @@ class Batch:
         """The batch on `device` (itself when already there)."""
         if device.type == "cpu":
             return self
-        images, states, fires, values, available, changes = (
+        images, states, fires, values, available, changes, type_changes = (
             tensor.to(device, non_blocking=True)
             for tensor in (
                 self.images,
@@ -39,19 +40,26 @@ class Batch:
                 self.values,
                 self.available,
                 self.changes,
+                self.type_changes,
             )
         )
-        return Batch(images, states, fires, values, available, changes)
+        return Batch(images, states, fires, values, available, changes, type_changes)
 
 
-def batch_tensors(windows: WindowSet, indices: np.ndarray | slice) -> Batch:
+def batch_tensors(
+    windows: WindowSet, indices: np.ndarray | slice, motion: np.ndarray | None = None
+) -> Batch:
+    """`motion`: bool [SLOTS], the stop- and movement-role slots (`type_changes`); None: all."""
     # NHWC uint8 permuted to an NCHW view: that is exactly the channels_last layout.
     images = torch.from_numpy(np.ascontiguousarray(windows.frames[indices])).permute(0, 3, 1, 2)
     states = np.ascontiguousarray(windows.states[indices])
     fires = windows.fires[indices].astype(bool)
     values = np.ascontiguousarray(windows.values[indices])
     available = windows.available[indices].astype(bool)
-    changes = command_changes(fires, values, available, last_values_of(states), recency_of(states))
+    recency = recency_of(states)
+    changes = command_changes(fires, values, available, last_values_of(states), recency)
+    motion = np.ones(SLOTS, dtype=bool) if motion is None else motion
+    type_changes = motion_type_changes(fires, recency, motion)
     return Batch(
         images,
         torch.from_numpy(states),
@@ -59,6 +67,7 @@ def batch_tensors(windows: WindowSet, indices: np.ndarray | slice) -> Batch:
         torch.from_numpy(values),
         torch.from_numpy(available.astype(np.float32)),
         torch.from_numpy(changes.astype(np.float32)),
+        torch.from_numpy(type_changes.astype(np.float32)),
     )
 
 

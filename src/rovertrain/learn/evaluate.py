@@ -68,7 +68,7 @@ def predict(
             if should_stop():
                 break
             window = slice(start, min(len(windows), start + chunk))
-            batch = batch_tensors(windows, window)
+            batch = batch_tensors(windows, window, setup.motion_slots if setup else None)
             placed = batch.to(device)
             images = placed.channels_last_images()
             if blind:

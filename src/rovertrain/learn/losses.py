@@ -4,7 +4,13 @@ The value loss counts a re-send (a command that repeats the values of the last o
 type) with `resend_value_weight` against 1 for a change: re-sends outnumber changes several
 times over and are answered by copying the state vector's last values, which teaches the value
 head to copy; when the policy drives itself, a copied value never corrects its course
-(docs/learning.md, "Values from the camera")."""
+(docs/learning.md, "Values from the camera").
+
+The event loss counts a window where a command of another type than the last one is sent
+with `type_type_change_event_weight` (1: like any other window): the drive that restarts after a
+stop is rare next to the keepalives and the re-sent stops, and only the camera can tell that
+the way is clear. Weighting every value change instead made the warehouse model fire `drive`
+in three windows of four (docs/learning.md)."""
 
 from __future__ import annotations
 
@@ -25,11 +31,20 @@ class LossSetup:
     positive_weight: torch.Tensor  # [SLOTS] BCE positive weights
     slot_mask: torch.Tensor  # [SLOTS] float: slots the schema defines
     resend_value_weight: float = 1.0
+    type_change_event_weight: float = 1.0
+    motion_slots: np.ndarray | None = None  # bool [SLOTS]: stop- and movement-role slots
 
 
-def loss_setup(pool: WindowSet, schema: Schema, resend_value_weight: float = 1.0) -> LossSetup:
+def loss_setup(
+    pool: WindowSet,
+    schema: Schema,
+    resend_value_weight: float = 1.0,
+    type_change_event_weight: float = 1.0,
+) -> LossSetup:
     slot_mask = torch.zeros(SLOTS)
     slot_mask[: len(schema)] = 1.0
+    motion = np.zeros(SLOTS, dtype=bool)
+    motion[: len(schema)] = [slot["role"] in ("stop", "movement") for slot in schema]
     numeric = torch.from_numpy((pool.available.sum(axis=0) > 0).astype(np.float32))
     numeric = numeric * slot_mask[:, None]
     fires = pool.fires.astype(np.float64)
@@ -38,7 +53,12 @@ def loss_setup(pool: WindowSet, schema: Schema, resend_value_weight: float = 1.0
     weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
     weight = np.clip(weight, 1.0, 20.0)
     return LossSetup(
-        numeric, torch.from_numpy(weight.astype(np.float32)), slot_mask, resend_value_weight
+        numeric,
+        torch.from_numpy(weight.astype(np.float32)),
+        slot_mask,
+        resend_value_weight,
+        type_change_event_weight,
+        motion,
     )
 
 
@@ -51,6 +71,8 @@ def losses(
     per_slot = F.binary_cross_entropy_with_logits(
         logits, batch.fires, pos_weight=setup.positive_weight, reduction="none"
     )
+    if setup.type_change_event_weight != 1.0:
+        per_slot = per_slot * (1.0 + (setup.type_change_event_weight - 1.0) * batch.type_changes)
     event_loss = (per_slot * setup.slot_mask).sum() / (setup.slot_mask.sum() * len(batch.fires))
     kind_weight = batch.changes + (1.0 - batch.changes) * setup.resend_value_weight
     mask = batch.available * setup.numeric_mask * kind_weight[:, :, None]

@@ -74,14 +74,29 @@ def command_changes(
     both silent for longer than that do not count as a type change.
     """
     slots = actual.shape[1]
-    recency = recency[:, :slots]
-    never_sent = ~np.isfinite(recency)
-    newest = recency.min(axis=1, keepdims=True)
-    type_change = never_sent | (recency > newest)
     differs = np.abs(target_values[:, :slots] - last_values[:, :slots]) > CHANGE_TOLERANCE
     value_change = (differs & available[:, :slots]).any(axis=2)
-    changes: np.ndarray = actual & (type_change | value_change)
+    changes: np.ndarray = actual & (_type_change(recency[:, :slots]) | value_change)
     return changes
+
+
+def motion_type_changes(actual: np.ndarray, recency: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """bool [N, slots]: the events of a stop- or movement-role type (`motion[s]`) that switch
+    between those types: a restart after a stop, a stop while driving, the first of them.
+    `other`-role commands (a horn) change nothing the rover does and are ignored both as
+    events and as the type sent last."""
+    slots = actual.shape[1]
+    motion = motion[:slots]
+    among = np.where(motion[None, :], recency[:, :slots], np.inf)
+    changes: np.ndarray = actual & motion[None, :] & _type_change(among)
+    return changes
+
+
+def _type_change(recency: np.ndarray) -> np.ndarray:
+    never_sent = ~np.isfinite(recency)
+    newest = recency.min(axis=1, keepdims=True)
+    changed: np.ndarray = never_sent | (recency > newest)
+    return changed
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def train(
             control.activity = f"training step {steps + 1}"
             chosen = np.sort(order[offset : offset + hyper.batch_size])
             share, device = plan.share(len(chosen)), plan.share.device
-            batch = batch_tensors(plan.pool, chosen[share]).to(device)
+            batch = batch_tensors(plan.pool, chosen[share], plan.setup.motion_slots).to(device)
             # Augmentation draws for the whole batch on every rank: generators stay in step.
             images = (
                 augment(batch.images, generator, share, len(chosen))
