@@ -6,8 +6,8 @@ times over and are answered by copying the state vector's last values, which tea
 head to copy; when the policy drives itself, a copied value never corrects its course
 (docs/learning.md, "Values from the camera").
 
-The event loss counts a window where a command of another type than the last one is sent
-with `type_type_change_event_weight` (1: like any other window): the drive that restarts after a
+The event loss counts a window whose command switches between the stop and movement roles
+with `type_change_event_weight` (1: like any other window): the drive that restarts after a
 stop is rare next to the keepalives and the re-sent stops, and only the camera can tell that
 the way is clear. Weighting every value change instead made the warehouse model fire `drive`
 in three windows of four (docs/learning.md)."""
