@@ -10,7 +10,7 @@ from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.learn.batches import batch_tensors, drop_value_history
-from rovertrain.learn.losses import loss_setup, losses
+from rovertrain.learn.losses import loss_setup, losses, selection_setup
 
 
 def test_value_history_dropout_hides_only_the_last_values() -> None:
@@ -118,3 +118,8 @@ def test_type_change_event_weight_scales_the_restarts_in_the_event_loss() -> Non
     assert float(plain) == pytest.approx(float(per_slot.sum() / scale))
     restart = per_slot[3, 0]  # only window 3 sends a type change
     assert float(weighted) == pytest.approx(float((per_slot.sum() + 2 * restart) / scale))
+    # The selection signal weighs every window alike; the value weighting stays.
+    chosen = selection_setup(loss_setup(windows, schema, 0.0, 3.0))
+    assert chosen.type_change_event_weight == 1.0 and chosen.resend_value_weight == 0.0
+    selected, _ = losses(logits, no_values, batch, chosen)
+    assert float(selected) == pytest.approx(float(plain))

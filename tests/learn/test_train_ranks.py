@@ -39,6 +39,8 @@ HYPER = Hyperparameters(
     augment=True,
     bf16=False,
     value_history_dropout=0.3,
+    augment_colour=0.2,
+    augment_shift=3,
 )
 
 

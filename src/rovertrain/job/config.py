@@ -54,6 +54,22 @@ CONFIG_FIELDS: dict[str, Number] = {
     "maxVideoMinutes": Number(240, 0, 100_000, exclusive_minimum=True),
     "maxFramePixels": Number(3840 * 2160, 1, 1 << 30, integer=True),
     "augment": Number(True, doc="train-only brightness/contrast augmentation"),
+    "augmentColour": Number(
+        0.3,
+        0,
+        1,
+        doc="with augment: the spread of a random gain per colour channel (0.2: each of red, "
+        "green and blue scaled by 0.9-1.1), as white balance and room light vary",
+    ),
+    "augmentShiftPixels": Number(
+        4,
+        0,
+        16,
+        integer=True,
+        doc="with augment: a random vertical translation of the model's picture by up to this "
+        "many pixels each way, edges repeated, as a camera's pitch varies (never sideways: "
+        "that would look like a change of heading)",
+    ),
     "precision": Number(
         "auto",
         doc="training arithmetic: bf16 (autocast), fp32, or auto (bf16 where the CPU computes "
@@ -93,7 +109,7 @@ CONFIG_FIELDS: dict[str, Number] = {
         "camera instead of copying the last command (docs/learning.md)",
     ),
     "typeChangeEventWeight": Number(
-        1.0,
+        4.0,
         1,
         100,
         doc="weight in the event loss of a window whose command switches between the stop and "
@@ -188,6 +204,8 @@ class Config:
     maxVideoMinutes: float
     maxFramePixels: int
     augment: bool
+    augmentColour: float
+    augmentShiftPixels: int
     precision: str
     heartbeatSeconds: float
     maxPausedSeconds: float

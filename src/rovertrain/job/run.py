@@ -90,7 +90,7 @@ def run_steps(
     from rovertrain.job.publication import Candidate, carry_over, publish
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.evaluate import evaluate
-    from rovertrain.learn.losses import loss_setup
+    from rovertrain.learn.losses import loss_setup, selection_setup
     from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
     from rovertrain.store.resume import load_resume
@@ -141,7 +141,7 @@ def run_steps(
         share=ranks.share(),
     )  # fmt: skip
     best = BestWeights(
-        model, dataset.selection, setup, config.batchSize, config.selectEverySteps,
+        model, dataset.selection, selection_setup(setup), config.batchSize, config.selectEverySteps,
         config.patience, config.weightAverageDecay,
     )  # fmt: skip
     periodic = ev.periodic_evaluation(

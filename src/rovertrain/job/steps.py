@@ -69,6 +69,8 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
         augment=config.augment,
         bf16=uses_bf16(config.precision, device_type),
         value_history_dropout=config.valueHistoryDropout,
+        augment_colour=config.augmentColour,
+        augment_shift=config.augmentShiftPixels,
     )
 
 

@@ -76,11 +76,18 @@ def augment(
     generator: torch.Generator,
     share: slice = slice(None),
     drawn: int | None = None,
+    colour: float = 0.0,
+    shift: int = 0,
 ) -> torch.Tensor:
-    """Train-only photometric augmentation: random brightness and contrast per image.
+    """Train-only augmentation: random brightness and contrast per image; with `colour` > 0
+    a random gain per colour channel in [1 - colour/2, 1 + colour/2] (a camera's white
+    balance, a room's light); with `shift` > 0 a random vertical translation of up to `shift`
+    pixels each way, the edges repeated (a camera's pitch, a bump). Never sideways: a
+    sideways shift looks like a change of heading, and the steering label would not follow.
 
     `images` may be a rank's `share` of a batch of `drawn` images: the draws are made for the
-    whole batch, so every rank's generator stays in step with a single process's.
+    whole batch, so every rank's generator stays in step with a single process's. The colour
+    and shift draws come after the brightness and contrast ones, and only when enabled.
     """
     count = images.shape[0] if drawn is None else drawn
     floats = images.float() * (1.0 / 255.0)
@@ -88,7 +95,28 @@ def augment(
     contrast = 1.0 + (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.4
     brightness, contrast = brightness[share].to(images.device), contrast[share].to(images.device)
     mean = floats.mean(dim=(1, 2, 3), keepdim=True)
-    return ((floats - mean) * contrast + mean + brightness).clamp_(0.0, 1.0)
+    result = (floats - mean) * contrast + mean + brightness
+    if colour > 0:
+        gains = 1.0 + (torch.rand(count, images.shape[1], 1, 1, generator=generator) - 0.5) * colour
+        result = result * gains[share].to(images.device)
+    if shift > 0:
+        rows = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share]
+        offsets = torch.cat([rows, torch.full_like(rows, shift)], dim=1)
+        result = translate(result, offsets.to(images.device), shift)
+    return result.clamp_(0.0, 1.0)
+
+
+def translate(images: torch.Tensor, offsets: torch.Tensor, shift: int) -> torch.Tensor:
+    """images N×C×H×W shifted by offsets[n] - shift pixels (rows, columns), edges repeated:
+    output pixel (y, x) of image n is input pixel (y + dy - shift, x + dx - shift), clamped."""
+    count, _, height, width = images.shape
+    padded = torch.nn.functional.pad(images, (shift, shift, shift, shift), mode="replicate")
+    rows = torch.arange(height, device=images.device)[None, :] + offsets[:, :1]
+    columns = torch.arange(width, device=images.device)[None, :] + offsets[:, 1:]
+    batch = torch.arange(count, device=images.device)[:, None, None]
+    # Advanced indexing with the channel slice in the middle puts channels last: N×H×W×C.
+    moved = padded[batch, :, rows[:, :, None], columns[:, None, :]]
+    return moved.permute(0, 3, 1, 2)
 
 
 def drop_value_history(

@@ -85,6 +85,8 @@ class Hyperparameters:
     augment: bool
     bf16: bool
     value_history_dropout: float = 0.0
+    augment_colour: float = 0.0
+    augment_shift: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,14 @@ def train(
             batch = batch_tensors(plan.pool, chosen[share], plan.setup.motion_slots).to(device)
             # Augmentation draws for the whole batch on every rank: generators stay in step.
             images = (
-                augment(batch.images, generator, share, len(chosen))
+                augment(
+                    batch.images,
+                    generator,
+                    share,
+                    len(chosen),
+                    colour=hyper.augment_colour,
+                    shift=hyper.augment_shift,
+                )
                 if hyper.augment
                 else batch.images
             )

@@ -1,0 +1,76 @@
+"""Train-only image augmentation: what each draw does, and that a share of a batch gets the
+same draws as the whole batch would (ranks stay in step)."""
+
+from __future__ import annotations
+
+import torch
+
+from rovertrain.learn.batches import augment, translate
+
+
+def test_translate_moves_pixels_and_repeats_edges() -> None:
+    images = torch.arange(2 * 1 * 4 * 5, dtype=torch.float32).view(2, 1, 4, 5)
+    # Image 0 unmoved (offsets == shift); image 1 two rows down, two columns left.
+    moved = translate(images, torch.tensor([[2, 2], [0, 4]]), 2)
+    assert torch.equal(moved[0], images[0])
+    source = images[1, 0]
+    for y in range(4):
+        for x in range(5):
+            expected = source[min(max(y - 2, 0), 3), min(max(x + 2, 0), 4)]
+            assert moved[1, 0, y, x] == expected
+
+
+def test_translate_keeps_channels_apart() -> None:
+    images = torch.stack([torch.full((3, 6), float(c)) for c in range(3)])[None]
+    moved = translate(images, torch.tensor([[0, 3]]), 2)
+    assert moved.shape == images.shape
+    for channel in range(3):
+        assert torch.all(moved[0, channel] == channel)
+
+
+def test_colour_gain_scales_each_channel_within_its_spread() -> None:
+    images = torch.full((64, 3, 8, 8), 128, dtype=torch.uint8)
+    plain = augment(images, torch.Generator().manual_seed(1))
+    tinted = augment(images, torch.Generator().manual_seed(1), colour=0.4)
+    # Same brightness/contrast draws first; the gain is the ratio, one per image and channel.
+    ratio = tinted / plain
+    per_channel = ratio.mean(dim=(2, 3))
+    assert torch.allclose(ratio, per_channel[:, :, None, None], atol=1e-5)
+    assert per_channel.min() >= 0.8 - 1e-5 and per_channel.max() <= 1.2 + 1e-5
+    assert per_channel.std(dim=1).mean() > 0.02  # the channels get different gains
+
+
+def test_shift_moves_a_horizontal_edge_by_at_most_the_shift_and_never_sideways() -> None:
+    images = torch.zeros((32, 3, 16, 16), dtype=torch.uint8)
+    images[:, :, 8:, :] = 255  # a horizontal edge between rows 7 and 8
+    images[:, :, :, 12:] = 128  # and a vertical one between columns 11 and 12
+    shifted = augment(images, torch.Generator().manual_seed(2), shift=3)
+    edges = set()
+    for image in shifted:
+        column = image[0, :, 5]
+        edge = int(torch.argmax((column[1:] - column[:-1]).abs())) + 1
+        edges.add(edge)
+        assert 5 <= edge <= 11
+        row = image[0, 2]  # above the horizontal edge wherever it went
+        assert int(torch.argmax((row[1:] - row[:-1]).abs())) + 1 == 12
+    assert len(edges) > 3  # the offsets vary between images
+
+
+def test_a_share_gets_the_whole_batch_draws() -> None:
+    images = torch.randint(0, 256, (8, 3, 10, 12), dtype=torch.uint8)
+    whole = augment(images, torch.Generator().manual_seed(3), colour=0.3, shift=2)
+    share = slice(4, 8)
+    part = augment(
+        images[share], torch.Generator().manual_seed(3), share, len(images), colour=0.3, shift=2
+    )
+    assert torch.allclose(part, whole[share])
+
+
+def test_disabled_colour_and_shift_leave_the_old_draws() -> None:
+    images = torch.randint(0, 256, (8, 3, 10, 12), dtype=torch.uint8)
+    generator = torch.Generator().manual_seed(4)
+    augment(images, generator)
+    after_plain = torch.rand(1, generator=generator)
+    generator = torch.Generator().manual_seed(4)
+    augment(images, generator, colour=0.0, shift=0)
+    assert torch.equal(torch.rand(1, generator=generator), after_plain)
