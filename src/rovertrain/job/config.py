@@ -53,7 +53,10 @@ CONFIG_FIELDS: dict[str, Number] = {
     "maxVideoMegabytes": Number(4096, 1, 1_000_000, integer=True, doc="largest video file"),
     "maxVideoMinutes": Number(240, 0, 100_000, exclusive_minimum=True),
     "maxFramePixels": Number(3840 * 2160, 1, 1 << 30, integer=True),
-    "augment": Number(True, doc="train-only brightness/contrast augmentation"),
+    "augment": Number(
+        True,
+        doc="train-only augmentation: brightness/contrast, and augmentColour, augmentShiftPixels",
+    ),
     "augmentColour": Number(
         0.3,
         0,
