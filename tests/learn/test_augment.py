@@ -5,24 +5,23 @@ from __future__ import annotations
 
 import torch
 
-from rovertrain.learn.batches import augment, translate
+from rovertrain.learn.batches import augment, shift_rows
 
 
-def test_translate_moves_pixels_and_repeats_edges() -> None:
-    images = torch.arange(2 * 1 * 4 * 5, dtype=torch.float32).view(2, 1, 4, 5)
-    # Image 0 unmoved (offsets == shift); image 1 two rows down, two columns left.
-    moved = translate(images, torch.tensor([[2, 2], [0, 4]]), 2)
+def test_shift_rows_moves_pixels_and_repeats_edges() -> None:
+    images = torch.arange(2 * 1 * 5 * 4, dtype=torch.float32).view(2, 1, 5, 4)
+    # Image 0 unmoved; image 1 reads two rows further down (its picture moves up).
+    moved = shift_rows(images, torch.tensor([0, 2]))
     assert torch.equal(moved[0], images[0])
     source = images[1, 0]
-    for y in range(4):
-        for x in range(5):
-            expected = source[min(max(y - 2, 0), 3), min(max(x + 2, 0), 4)]
-            assert moved[1, 0, y, x] == expected
+    for y in range(5):
+        for x in range(4):
+            assert moved[1, 0, y, x] == source[min(max(y + 2, 0), 4), x]
 
 
-def test_translate_keeps_channels_apart() -> None:
-    images = torch.stack([torch.full((3, 6), float(c)) for c in range(3)])[None]
-    moved = translate(images, torch.tensor([[0, 3]]), 2)
+def test_shift_rows_keeps_channels_apart() -> None:
+    images = torch.stack([torch.full((6, 3), float(c)) for c in range(3)])[None]
+    moved = shift_rows(images, torch.tensor([-3]))
     assert moved.shape == images.shape
     for channel in range(3):
         assert torch.all(moved[0, channel] == channel)

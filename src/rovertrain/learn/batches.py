@@ -100,23 +100,21 @@ def augment(
         gains = 1.0 + (torch.rand(count, images.shape[1], 1, 1, generator=generator) - 0.5) * colour
         result = result * gains[share].to(images.device)
     if shift > 0:
-        rows = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share]
-        offsets = torch.cat([rows, torch.full_like(rows, shift)], dim=1)
-        result = translate(result, offsets.to(images.device), shift)
+        offsets = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share] - shift
+        result = shift_rows(result, offsets.to(images.device).view(-1))
     return result.clamp_(0.0, 1.0)
 
 
-def translate(images: torch.Tensor, offsets: torch.Tensor, shift: int) -> torch.Tensor:
-    """images N×C×H×W shifted by offsets[n] - shift pixels (rows, columns), edges repeated:
-    output pixel (y, x) of image n is input pixel (y + dy - shift, x + dx - shift), clamped."""
-    count, _, height, width = images.shape
-    padded = torch.nn.functional.pad(images, (shift, shift, shift, shift), mode="replicate")
-    rows = torch.arange(height, device=images.device)[None, :] + offsets[:, :1]
-    columns = torch.arange(width, device=images.device)[None, :] + offsets[:, 1:]
-    batch = torch.arange(count, device=images.device)[:, None, None]
-    # Advanced indexing with the channel slice in the middle puts channels last: N×H×W×C.
-    moved = padded[batch, :, rows[:, :, None], columns[:, None, :]]
-    return moved.permute(0, 3, 1, 2)
+def shift_rows(images: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """images N×C×H×W moved vertically, edges repeated: output row y of image n is input row
+    y + offsets[n], clamped to the picture."""
+    count, _, height, _ = images.shape
+    rows = (torch.arange(height, device=images.device)[None, :] + offsets[:, None]).clamp_(
+        0, height - 1
+    )
+    batch = torch.arange(count, device=images.device)[:, None]
+    # Advanced indexing with the channel slice between the indices puts rows first: N×H×C×W.
+    return images[batch, :, rows].permute(0, 2, 1, 3)
 
 
 def drop_value_history(
