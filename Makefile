@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy,import]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy,import,bench]'
 	touch $(STAMP)
 
 lint: install

@@ -10,8 +10,9 @@ For 640x480 30 fps videos of S seconds (default 300), VP8 and H.264, of two cont
   recorders do: x264 default preset (deblocking, B-frames, keyint 250) and VP8 as a browser's
   MediaRecorder (realtime, 2.5 Mbit/s, a keyframe every 100 frames);
 interleaved in one process, R rounds (best of each):
-- the reference: the `ffmpeg` CLI (`ffmpeg -threads N -i FILE -f null -`) when it is on PATH,
-  otherwise the fastest bare PyAV decode loop at N threads (thread_type AUTO, FRAME and SLICE
+- the reference: the `ffmpeg` CLI (`ffmpeg -threads N -i FILE -f null -`): the one on PATH,
+  else the static build of the `imageio-ffmpeg` wheel (the `bench` extra, installed by
+  `make install`); without either, the fastest bare PyAV decode loop at N threads (thread_type AUTO, FRAME and SLICE
   each timed; the best one counts) -- the line says which;
 - rovertrain as a lone session's decoder child runs it: `decode_to_file` with the threads the
   pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N): N
@@ -133,8 +134,26 @@ def timed(run: Callable[[], Any]) -> tuple[float, float]:
     return wall, time.process_time() - before + child_cpu
 
 
-def ffmpeg_cli(path: Path, threads: int) -> None:
-    subprocess.run(["ffmpeg", "-v", "error", "-threads", str(threads), "-i", str(path),
+def ffmpeg_executable() -> str | None:
+    """The `ffmpeg` CLI on PATH, else the static build in the imageio-ffmpeg wheel, else None."""
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    try:
+        import imageio_ffmpeg  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    executable: str = imageio_ffmpeg.get_ffmpeg_exe()
+    return executable
+
+
+def ffmpeg_version(executable: str) -> str:
+    first = subprocess.run([executable, "-version"], capture_output=True, text=True).stdout
+    return first.splitlines()[0] if first else "unknown version"
+
+
+def ffmpeg_cli(executable: str, path: Path, threads: int) -> None:
+    subprocess.run([executable, "-v", "error", "-threads", str(threads), "-i", str(path),
                     "-f", "null", "-"], check=True)  # fmt: skip
 
 
@@ -203,8 +222,10 @@ def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tu
 def lone_session(path: Path, threads: int, rounds: int) -> None:
     lone = codec_threads(threads, busy=0, waiting=0)
     runs: dict[str, Callable[[], Any]] = {}
-    if shutil.which("ffmpeg"):
-        runs["ffmpeg CLI"] = lambda: ffmpeg_cli(path, threads)
+    executable = ffmpeg_executable()
+    if executable:
+        print(f"  reference CLI: {executable} ({ffmpeg_version(executable)})")
+        runs["ffmpeg CLI"] = lambda: ffmpeg_cli(executable, path, threads)
     else:
         for kind in ("AUTO", "FRAME", "SLICE"):
             runs[f"bare PyAV {kind}"] = lambda kind=kind: bare_pyav(path, threads, kind)
