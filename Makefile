@@ -29,7 +29,7 @@ test: lint
 	$(BIN)/pytest -q -n 2 --dist load
 
 test-slow: install
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -m slow -rP
 
 test-reliability: install
 	$(BIN)/pytest -q tests/reliability -m 'not slow'
