@@ -224,7 +224,6 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     runs: dict[str, Callable[[], Any]] = {}
     executable = ffmpeg_executable()
     if executable:
-        print(f"  reference CLI: {executable} ({ffmpeg_version(executable)})")
         runs["ffmpeg CLI"] = lambda: ffmpeg_cli(executable, path, threads)
     else:
         for kind in ("AUTO", "FRAME", "SLICE"):
@@ -240,6 +239,8 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     fallback = stats.get("decodeFallback")
     print(f"{path.name} ({stats['framesDecoded']} frames, {path.stat().st_size / 2**20:.1f} MiB"
           f"{', segments refused: ' + fallback if fallback else ''}): {load()} at start")  # fmt: skip
+    if executable:
+        print(f"  reference CLI: {executable} ({ffmpeg_version(executable)})")
     best = interleaved(runs, rounds)
     references = {name: figures for name, figures in best.items() if "rovertrain" not in name}
     reference_name = min(references, key=lambda name: references[name][0])
