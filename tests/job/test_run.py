@@ -56,6 +56,25 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     assert [e["valid"] for e in models.events] == [True]
 
 
+def test_the_same_job_trains_the_same_weights(cli, synth_copy: Path, tmp_path: Path) -> None:
+    import shutil
+
+    twin = tmp_path / "twin"
+    shutil.copytree(synth_copy / "recordings", twin / "recordings")
+    job = json.loads(write_job(synth_copy, **FAST).read_text())
+    job["root"] = str(twin)
+    (twin / "job.json").write_text(json.dumps(job))
+    weights = []
+    for root in (synth_copy, twin):
+        result = cli("run", "--job", str(write_job(root, **FAST)))
+        assert result.code == 0 and result.last()["steps"] == 20, result.stderr
+        (checkpoint,) = checkpoints(root)
+        weights.append((checkpoint / "weights.safetensors").read_bytes())
+    # Two processes, two roots, one job: the initial weights come from the job's seed, not
+    # from the process's generator (before: F1 0.47 against 0.67 after 45 steps).
+    assert weights[0] == weights[1]
+
+
 def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Path) -> None:
     job = write_job(synth_copy, **FAST)
     first = cli("run", "--job", str(job))

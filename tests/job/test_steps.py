@@ -50,3 +50,21 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
 def test_a_fresh_policy_uses_the_jobs_settings() -> None:
     _, optimizer = restore_policy(TrainingState.fresh(), HYPER)
     assert optimizer_settings(optimizer) == {"learningRate": 1e-3, "weightDecay": 0.01}
+
+
+def test_the_jobs_seed_decides_the_initial_weights() -> None:
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    first, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7)
+    torch.manual_seed(999)  # whatever the process's generator holds
+    again, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7)
+    other, _ = restore_policy(TrainingState.fresh(), HYPER, seed=8)
+    for name, tensor in first.state_dict().items():
+        assert torch.equal(tensor, again.state_dict()[name]), name
+    assert any(
+        not torch.equal(tensor, other.state_dict()[name])
+        for name, tensor in first.state_dict().items()
+    )
+    torch.manual_seed(123)
+    restore_policy(TrainingState.fresh(), HYPER, seed=7)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is untouched

@@ -122,7 +122,7 @@ def run_steps(
     # 5. The policy (restored from the resume state), its loss, and the audit before training.
     control.enter(Phase.TRAIN)
     hyper = hyperparameters(config, ranks.device.type)
-    model, optimizer = restore_policy(state, hyper)
+    model, optimizer = restore_policy(state, hyper, job.seed)
     diagnostics.optimizer(optimizer_settings(optimizer))
     setup = loss_setup(pool, dataset.schema, config.resendValueWeight, config.typeChangeEventWeight)
     placed_setup = ranks.place(model, optimizer, setup)
