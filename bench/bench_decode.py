@@ -12,8 +12,8 @@ For 640x480 30 fps videos of S seconds (default 300), VP8 and H.264, of two cont
 interleaved in one process, R rounds (best of each):
 - the reference: the `ffmpeg` CLI (`ffmpeg -threads N -i FILE -f null -`): the one on PATH,
   else the static build of the `imageio-ffmpeg` wheel (the `bench` extra, installed by
-  `make install`); without either, the fastest bare PyAV decode loop at N threads (thread_type AUTO, FRAME and SLICE
-  each timed; the best one counts) -- the line says which;
+  `make install`); without either, the fastest bare PyAV decode loop at N threads
+  (thread_type AUTO, FRAME and SLICE each timed; the best one counts) -- the line says which;
 - rovertrain as a lone session's decoder child runs it: `decode_to_file` with the threads the
   pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N): N
   keyframe segments on N threads where the video allows (the line says how many);

@@ -61,7 +61,7 @@ def test_the_same_job_trains_the_same_weights(cli, synth_copy: Path, tmp_path: P
 
     twin = tmp_path / "twin"
     shutil.copytree(synth_copy / "recordings", twin / "recordings")
-    job = json.loads(write_job(synth_copy, **FAST).read_text())
+    job = json.loads((synth_copy / "job.json").read_text())
     job["root"] = str(twin)
     (twin / "job.json").write_text(json.dumps(job))
     weights = []

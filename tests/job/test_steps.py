@@ -24,7 +24,7 @@ HYPER = Hyperparameters(
 
 
 def _saved_state() -> TrainingState:
-    model, optimizer = restore_policy(TrainingState.fresh(), HYPER)
+    model, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0)
     images = torch.zeros(2, 3, 72, 96)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     logits, values = model(images, states)
@@ -39,7 +39,7 @@ def _saved_state() -> TrainingState:
 def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
     saved = _saved_state()
     changed = dataclasses.replace(HYPER, learning_rate=2e-4, weight_decay=0.05)
-    _, optimizer = restore_policy(saved, changed)
+    _, optimizer = restore_policy(saved, changed, seed=0)
     assert {group["lr"] for group in optimizer.param_groups} == {2e-4}
     assert {group["weight_decay"] for group in optimizer.param_groups} == {0.05}
     assert optimizer_settings(optimizer) == {"learningRate": 2e-4, "weightDecay": 0.05}
@@ -48,7 +48,7 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
 
 
 def test_a_fresh_policy_uses_the_jobs_settings() -> None:
-    _, optimizer = restore_policy(TrainingState.fresh(), HYPER)
+    _, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0)
     assert optimizer_settings(optimizer) == {"learningRate": 1e-3, "weightDecay": 0.01}
 
 

@@ -75,7 +75,7 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
 
 
 def restore_policy(
-    state: TrainingState, hyper: Hyperparameters, seed: int = 0
+    state: TrainingState, hyper: Hyperparameters, seed: int
 ) -> tuple[Policy, torch.optim.Optimizer]:
     """A fresh policy (initial weights drawn from the job's `seed`) and optimizer, or the
     resume state's; refused when they do not fit."""
