@@ -191,6 +191,7 @@ def decode_to_file(
         "duplicateTimestamps": 0,
         "backwardsTimestamps": 0,
         "decodeErrors": 0,
+        "framesSkipped": 0,
     }
     plan = None
     with open_video(path, container_name, limits) as (container, stream):
@@ -209,6 +210,7 @@ def decode_to_file(
         else:
             stats.update(
                 framesDecoded=merged.frames,
+                framesSkipped=merged.skipped,
                 duplicateTimestamps=merged.duplicates,
                 backwardsTimestamps=merged.backwards,
                 rotation=merged.rotation,
