@@ -172,10 +172,20 @@ def rovertrain_decode(path: Path, threads: int) -> dict[str, Any]:
     return stats
 
 
+def without_skipping(run: Callable[[], Any]) -> None:
+    """`run` with every frame decoded (the decode before frame skipping)."""
+    skippable = decode.skippable_packets
+    decode.skippable_packets = lambda scan, time_base, offset_ms: frozenset()
+    try:
+        run()
+    finally:
+        decode.skippable_packets = skippable
+
+
 def without_segments(run: Callable[[], Any]) -> None:
     """`run` with the segment planner saying "one segment" (the decoder before segments)."""
     plan_for = segment_decode.plan_for
-    segment_decode.plan_for = lambda container, stream, threads: None  # type: ignore[assignment]
+    segment_decode.plan_for = lambda scan, codec, threads: None  # type: ignore[assignment]
     try:
         run()
     finally:
@@ -232,12 +242,17 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     segments = stats["decodeSegments"]
     lone_name = f"rovertrain lone ({lone} thr, {segments} seg)"
     runs[lone_name] = lambda: rovertrain_decode(path, lone)
+    if stats.get("framesSkipped"):
+        runs["rovertrain lone, no skipping"] = lambda: without_skipping(
+            lambda: rovertrain_decode(path, lone)
+        )
     runs[f"rovertrain {lone} codec thr, no seg"] = lambda: without_segments(
         lambda: rovertrain_decode(path, lone)
     )
     runs["rovertrain 1 thread"] = lambda: rovertrain_decode(path, 1)
     fallback = stats.get("decodeFallback")
-    print(f"{path.name} ({stats['framesDecoded']} frames, {path.stat().st_size / 2**20:.1f} MiB"
+    print(f"{path.name} ({stats['framesDecoded']} frames, {stats['framesSkipped']} skipped, "
+          f"{path.stat().st_size / 2**20:.1f} MiB"
           f"{', segments refused: ' + fallback if fallback else ''}): {load()} at start")  # fmt: skip
     if executable:
         print(f"  reference CLI: {executable} ({ffmpeg_version(executable)})")

@@ -82,7 +82,7 @@ def test_threaded_decoding_writes_the_same_frames_as_one_thread(
     segments are tests/data/test_segment_decode.py."""
     from rovertrain.data import segment_decode
 
-    monkeypatch.setattr(segment_decode, "plan_for", lambda container, stream, threads: None)
+    monkeypatch.setattr(segment_decode, "plan_for", lambda scan, codec, threads: None)
     video = textured_video(tmp_path / name, codec, seconds=2.0)
     outputs = []
     for threads in (1, 2, 3):

@@ -1,10 +1,10 @@
-"""Frames no tick shows and no picture references are not decoded: the pure rules (which
-packets are disposable, which frames are invisible) and their check against FFmpeg."""
+"""H.264 pictures that nothing references and no tick shows are not decoded: the pure rules
+(which packets are disposable, which frames are invisible), their agreement with FFmpeg, and
+that a usual video writes the same ticks as a decode of every frame."""
 
 from __future__ import annotations
 
 import io
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_segment_decode import VIDEOS, camera_video, decode, limits
 
-from rovertrain.data import segment_decode
-from rovertrain.data.decode import decode_to_file
+from rovertrain.data import decode as decode_module
+from rovertrain.data.decode import FrameClock, TickWriter, decode_to_file
 from rovertrain.data.h264_nal import avcc_length_size, is_disposable
+from rovertrain.data.packet_scan import scan_packets, skippable_packets
 from rovertrain.data.tick_visibility import MARGIN_MS, invisible_frames
 
 TICK = 100
@@ -28,16 +29,21 @@ def nal(header: int, payload: bytes = b"\x88\x84", size: int = 4) -> bytes:
 
 
 # nal_ref_idc in bits 5-6, the type in bits 0-4: 0x01 a non-reference slice, 0x21 / 0x41 /
-# 0x61 reference slices, 0x65 an IDR slice, 0x06 an SEI, 0x09 an access unit delimiter.
+# 0x61 reference slices, 0x65 an IDR slice, 0x06 an SEI, 0x67 / 0x68 parameter sets, 0x09 an
+# access unit delimiter, 0x0C filler, 0x02 a data partition.
 @pytest.mark.parametrize(
     ("packet", "expected"),
     [
         (nal(0x01), True),
-        (nal(0x09, b"\x10") + nal(0x06) + nal(0x01) + nal(0x01), True),  # two slices, no refs
+        (nal(0x09, b"\x10") + nal(0x01) + nal(0x01) + nal(0x0C), True),  # two slices, no refs
         (nal(0x01) + nal(0x21), False),  # one slice is a reference
         (nal(0x41), False),
         (nal(0x61), False),
         (nal(0x65), False),
+        (nal(0x06) + nal(0x01), False),  # an SEI may matter to later pictures
+        (nal(0x68) + nal(0x01), False),  # so does a parameter set
+        (nal(0x67) + nal(0x01), False),
+        (nal(0x02), False),  # a data partition
         (nal(0x06), False),  # no slice at all
         (b"", False),
         (nal(0x01)[:-1], False),  # the length runs past the end
@@ -45,6 +51,8 @@ def nal(header: int, payload: bytes = b"\x88\x84", size: int = 4) -> bytes:
         (b"\x00\x00\x00\x00" + nal(0x01), False),  # an empty NAL unit
         (nal(0x81), False),  # the forbidden bit
         (nal(0x01, size=2), False),  # read with the wrong prefix size
+        (b"\x00\x00\x01\x01\x88\x84", False),  # Annex B start codes
+        (b"\x00\x00\x00\x01\x01", False),
     ],
 )
 def test_a_packet_is_disposable_only_when_every_slice_is_unreferenced(
@@ -70,7 +78,7 @@ def test_disposable_packets_are_the_ones_ffmpeg_skips_as_non_reference(tmp_path:
     video = camera_video(tmp_path / name, codec, options)
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
-        scan = segment_decode.scan_packets(container, stream)
+        scan = scan_packets(container, stream)
     assert 20 < sum(scan.disposable) < len(scan.pts) - 20  # both kinds are there
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
@@ -85,22 +93,30 @@ def test_vp8_has_no_disposable_packets(tmp_path: Path) -> None:
     name, codec, options, _ = VIDEOS["vp8"]
     video = camera_video(tmp_path / name, codec, options)
     with av.open(str(video)) as container:
-        scan = segment_decode.scan_packets(container, container.streams.video[0])
+        scan = scan_packets(container, container.streams.video[0])
     assert len(scan.pts) == 180 and not any(scan.disposable)
 
 
-def shown(times: list[float]) -> set[int]:
-    """The tick writer's rule, directly: at each tick, the newest frame at or before it (the
-    later one of equal times)."""
-    order = sorted(range(len(times)), key=lambda index: times[index])
-    result = set()
-    first = math.ceil(min(times) / TICK) * TICK
-    last = max(times)
-    for tick in range(int(first), int(last) + 1, TICK):
-        newest = [index for index in order if times[index] <= tick]
-        if newest:
-            result.add(max(newest, key=lambda index: (times[index], order.index(index))))
-    return result
+class IndexWriter(TickWriter):
+    """The real tick writer, writing each frame's index instead of its converted picture."""
+
+    def _convert(self) -> bytes:
+        return int(self.pending).to_bytes(4, "big")
+
+
+def written(times: list[float], leave_out: frozenset[int] = frozenset()) -> tuple[Any, ...]:
+    """What the sequential decode's clock and writer make of frames at `times`, returned by
+    the decoder in that order."""
+    sink, clock = io.BytesIO(), FrameClock()
+    writer = IndexWriter(sink, 0)
+    for index, time in enumerate(times):
+        if index in leave_out:
+            continue
+        placed = clock.place(time)
+        if placed is not None:
+            writer.add(index, placed)
+    writer.finish()
+    return sink.getvalue(), writer.ticks, writer.frame_times
 
 
 @given(
@@ -117,12 +133,16 @@ def shown(times: list[float]) -> set[int]:
         max_size=60,
     )
 )
-def test_an_invisible_frame_is_shown_at_no_tick(frames: list[tuple[float, bool]]) -> None:
+def test_leaving_out_invisible_frames_writes_the_same_ticks(
+    frames: list[tuple[float, bool]],
+) -> None:
+    """For frames that come out of the decoder in time order (ties in any order)."""
+    frames = sorted(frames, key=lambda frame: frame[0])
     times = [time for time, _ in frames]
     candidates = [candidate for _, candidate in frames]
     invisible = invisible_frames(times, candidates)
     assert invisible <= {index for index, candidate in enumerate(candidates) if candidate}
-    assert not invisible & shown(times)
+    assert written(times, invisible) == written(times)
 
 
 def test_at_30_fps_two_frames_in_three_are_invisible() -> None:
@@ -147,61 +167,73 @@ def test_frames_just_after_a_tick_or_sharing_a_time_are_kept() -> None:
         invisible_frames([1.0, 2.0], [True])
 
 
-def test_a_codec_that_does_not_return_a_relied_on_frame_refuses_the_skipping(
+def every_frame_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decode_module, "skippable_packets", lambda scan, base, offset: frozenset())
+
+
+@pytest.mark.parametrize(
+    ("kind", "container"),
+    [("h264-b-frames", "mp4"), ("h264-open-gop", "mp4"), ("h264-b-frames", "mkv")],
+)
+def test_a_usual_video_writes_the_ticks_of_a_decode_of_every_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, container: str
+) -> None:
+    """MP4 (time base 1/15360) and Matroska (1/1000: times rounded to the millisecond, some on
+    a tick); offsets that put ticks between frames and on them."""
+    _, codec, options, _ = VIDEOS[kind]
+    video = camera_video(tmp_path / f"v.{container}", codec, options)
+    for offset in (0.0, 12.5, -250.0, 100 / 3):
+        skipping = {threads: decode(video, threads, offset) for threads in (1, 2)}
+        with monkeypatch.context() as patch:
+            every_frame_decoded(patch)
+            everything, fields = decode(video, 1, offset)
+        assert "framesSkipped" not in fields
+        for threads, (result, fields) in skipping.items():
+            assert fields["decodeSegments"] == threads and fields["framesSkipped"] > 30
+            assert result == everything  # frames, ticks, times, every count
+
+
+def damage_one_skipped_picture(video: Path) -> tuple[Path, int]:
+    """Garbage over the slice data of a picture the decode leaves out (lengths and NAL headers
+    kept, so the scan still reads it as a disposable packet)."""
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        base = stream.time_base
+        scan = scan_packets(container, stream)
+    index = sorted(skippable_packets(scan, base, 0.0))[len(scan.pts) // 10]
+    data = bytearray(video.read_bytes())
+    position = scan.positions[index]
+    length = int.from_bytes(data[position : position + 4], "big")  # the first slice's
+    start = position + 4 + 3  # after the NAL header and the first slice header bytes
+    data[start : position + 4 + length] = bytes(range(256))[: position + 4 + length - start]
+    damaged = video.with_name("damaged-" + video.name)
+    damaged.write_bytes(bytes(data))
+    return damaged, scan.pts[index]
+
+
+def test_a_damaged_picture_no_tick_shows_costs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A frame the skipping relied on goes missing (injected): the segments give way to
-    the sequential decode, with its result."""
+    """Decoded, the damage would stop the decode there or mark the picture corrupt; left out,
+    the recording keeps every tick, with one thread or with segments."""
     name, codec, options, _ = VIDEOS["h264-b-frames"]
     video = camera_video(tmp_path / name, codec, options)
-    sequential, _ = decode(video, 1)
-    keep = segment_decode._keep
-    dropped: list[int] = []
-
-    def losing_keep(job: Any, output: Any, frame: Any) -> None:
-        if not dropped and output.frames > 3 and frame.pts > 60:
-            dropped.append(frame.pts)
-            return
-        keep(job, output, frame)
-
-    monkeypatch.setattr(segment_decode, "_keep", losing_keep)
-    segmented, fields = decode(video, 2)
-    assert dropped and segmented == sequential
-    assert fields == {
-        "decodeSegments": 1,
-        "decodeFallback": "the codec did not return the frames the skipping relied on",
-    }
+    damaged, _ = damage_one_skipped_picture(video)
+    intact, _ = decode(video, 1)
+    one, fields = decode(damaged, 1)
+    assert one == intact and fields["framesSkipped"] > 0
+    assert decode(damaged, 2)[0] == one
+    with monkeypatch.context() as patch:
+        every_frame_decoded(patch)
+        seen, _ = decode(damaged, 1)
+    assert seen != intact  # the damage is real: a decode of every frame meets it
 
 
 def test_skipped_frames_are_reported(tmp_path: Path) -> None:
     name, codec, options, _ = VIDEOS["h264-b-frames"]
     video = camera_video(tmp_path / name, codec, options)
-    stats = decode_to_file(video, 0.0, limits(2), io.BytesIO())["stats"]
-    assert stats["decodeSegments"] == 2 and stats["framesSkipped"] > 0
-    assert stats["framesDecoded"] == 180  # skipped frames count, as the sequential decode's
+    two = decode_to_file(video, 0.0, limits(2), io.BytesIO())["stats"]
     one = decode_to_file(video, 0.0, limits(1), io.BytesIO())["stats"]
-    assert one["framesSkipped"] == 0 and one["framesDecoded"] == 180
-
-
-def test_a_frame_time_other_than_the_decided_one_refuses_the_skipping(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The skip decision used the wrong time for a decoded frame (injected: one bit off):
-    the segments give way to the sequential decode, with its result."""
-    name, codec, options, _ = VIDEOS["h264-b-frames"]
-    video = camera_video(tmp_path / name, codec, options)
-    sequential, _ = decode(video, 1)
-    times = segment_decode.SegmentPlan.packet_times_ms
-
-    def one_bit_off(plan: Any, offset_ms: float) -> list[float]:
-        result = times(plan, offset_ms)
-        result[0] = math.nextafter(result[0], math.inf)  # the first keyframe's: decoded
-        return result
-
-    monkeypatch.setattr(segment_decode.SegmentPlan, "packet_times_ms", one_bit_off)
-    segmented, fields = decode(video, 2)
-    assert segmented == sequential
-    assert fields == {
-        "decodeSegments": 1,
-        "decodeFallback": "a frame's time is not the one the skipping used",
-    }
+    assert two["decodeSegments"] == 2 and one["decodeSegments"] == 1
+    assert two["framesSkipped"] == one["framesSkipped"] > 0
+    assert two["framesDecoded"] == one["framesDecoded"] == 180  # skipped ones count

@@ -22,10 +22,12 @@ from av.video.reformatter import VideoReformatter
 from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
+from rovertrain.data.packet_scan import ScanFailed, scan_packets, skippable_packets
 from rovertrain.errors import SkipSession
 from rovertrain.runtime.frames import prepare_frame
 
-DECODER_VERSION = 1
+# 2: H.264 pictures nothing references and no tick shows are not decoded (`packet_scan`).
+DECODER_VERSION = 2
 
 
 def open_checked(path: Path, limits: DecodeLimits) -> tuple[str, int]:
@@ -177,7 +179,8 @@ def decode_to_file(
     With `limits.threads` > 1 an H.264 or VP8 video with keyframes spread through it is
     decoded as that many keyframe-aligned segments in parallel (`segment_decode`, scratch
     files in `scratch_dir`), with the result of a sequential decode; otherwise, or when the
-    segments cannot promise that, sequentially with `limits.threads` codec threads."""
+    segments cannot promise that, sequentially with `limits.threads` codec threads. Either
+    way H.264 pictures that nothing references and no tick shows are not decoded."""
     # segment_decode builds on this module's TickWriter and FrameClock.
     from rovertrain.data import segment_decode
 
@@ -193,18 +196,28 @@ def decode_to_file(
         "decodeErrors": 0,
         "framesSkipped": 0,
     }
-    plan = None
+    scan = None
     with open_video(path, container_name, limits) as (container, stream):
         stats.update(_video_stats(container, stream))
-        try:
-            plan = segment_decode.plan_for(container, stream, limits.threads)
-        except segment_decode.SegmentRefused as refused:
-            stats["decodeFallback"] = str(refused)
+        codec, time_base = stream.codec_context.name, stream.time_base
+        segmentable = limits.threads > 1 and codec in segment_decode.SEGMENTED_CODECS
+        if segmentable or codec == "h264":
+            try:
+                scan = scan_packets(container, stream)
+            except ScanFailed as failed:
+                if segmentable:
+                    stats["decodeFallback"] = str(failed)
+    skip = frozenset[int]()
+    plan = None
+    if scan is not None:
+        skip = skippable_packets(scan, time_base, offset_ms)
+        plan = segment_decode.plan_for(scan, codec, limits.threads)
     if plan is not None:
         try:
             merged = segment_decode.decode_segmented(
-                path, container_name, offset_ms, limits, plan, sink, scratch_dir, report_frames
-            )
+                path, container_name, offset_ms, limits, plan, skip, sink, scratch_dir,
+                report_frames,
+            )  # fmt: skip
         except segment_decode.SegmentRefused as refused:
             stats["decodeFallback"] = str(refused)
         else:
@@ -218,7 +231,10 @@ def decode_to_file(
             )
             return _result(stats, started, merged.ticks, merged.frame_times)
     stats["decodeSegments"] = 1
-    writer = _decode_sequential(path, container_name, offset_ms, limits, sink, report_frames, stats)
+    scanned = scan.pts if scan is not None else []
+    writer = _decode_sequential(
+        path, container_name, offset_ms, limits, sink, report_frames, stats, skip, scanned
+    )
     return _result(stats, started, writer.ticks, writer.frame_times)
 
 
@@ -250,8 +266,11 @@ def _decode_sequential(
     sink: BinaryIO,
     report_frames: Callable[[int], None],
     stats: dict[str, Any],
+    skip: frozenset[int],
+    scanned_pts: list[int],
 ) -> TickWriter:
-    """Decode every frame in order with `limits.threads` codec threads."""
+    """Decode the frames in order with `limits.threads` codec threads, leaving out the
+    packets (scan indices) in `skip`."""
     with open_video(path, container_name, limits) as (container, stream):
         writer: TickWriter | None = None
         clock = FrameClock()
@@ -259,7 +278,7 @@ def _decode_sequential(
         reported = time.monotonic()
         try:
             frame: Any
-            for frame in container.decode(stream):
+            for frame in _frames(container, stream, skip, scanned_pts, stats):
                 stats["framesDecoded"] += 1
                 if time.monotonic() - reported >= 0.5:
                     report_frames(stats["framesDecoded"])
@@ -303,6 +322,22 @@ def _decode_sequential(
             raise SkipSession("no_windows", "the video has no decodable frames")
         writer.finish()
     return writer
+
+
+def _frames(
+    container: Any, stream: Any, skip: frozenset[int], scanned_pts: list[int], stats: dict[str, Any]
+) -> Iterator[Any]:
+    """The stream's decoded frames, the packets in `skip` counted and left out."""
+    skipping = bool(skip)
+    packet: Any
+    for index, packet in enumerate(container.demux(stream)):
+        if skipping and index in skip:
+            if index < len(scanned_pts) and packet.pts == scanned_pts[index]:
+                stats["framesDecoded"] += 1
+                stats["framesSkipped"] += 1
+                continue
+            skipping = False  # the demuxer now disagrees with its scan: decode everything
+        yield from packet.decode()
 
 
 def _duration_seconds(container: Any, stream: Any) -> float | None:

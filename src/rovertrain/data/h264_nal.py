@@ -1,15 +1,17 @@
 """Which H.264 packets no other picture needs (pure: bytes in, answers out).
 
 A picture whose slices all carry nal_ref_idc 0 is never used as a reference, so a decoder
-that is not fed its packet decodes every other picture exactly as before (FFmpeg's own
+that is not fed its packet decodes every other picture as before (FFmpeg's own
 `skip_frame=nonref` rests on the same rule). Only the length-prefixed layout of MP4 and
-Matroska (avcC) is read; anything this parser does not understand counts as needed.
+Matroska (avcC) is read, and only packets made of nothing but such slices, access unit
+delimiters and filler count: a packet that also carries parameter sets or SEI (which later
+pictures may use) or anything this parser does not understand is decoded.
 """
 
 from __future__ import annotations
 
-# NAL unit types 1-5 carry slices; the others (SEI, parameter sets, delimiters) do not decide.
-_SLICE_TYPES = range(1, 6)
+_NON_IDR_SLICE = 1
+_HARMLESS = frozenset({9, 12})  # access unit delimiter, filler data
 
 
 def avcc_length_size(extradata: bytes | None) -> int | None:
@@ -22,13 +24,16 @@ def avcc_length_size(extradata: bytes | None) -> int | None:
 
 
 def is_disposable(packet: bytes | memoryview, length_size: int) -> bool:
-    """True when the packet holds at least one slice and no slice is a reference.
+    """True when the packet holds at least one slice, no slice is a reference, and nothing
+    else but delimiters and filler.
 
-    A malformed packet (a length running past the end, a forbidden bit set) is not
-    disposable: the decoder sees it and reports whatever is wrong with it."""
+    A malformed packet (a length running past the end, a forbidden bit set, start codes
+    where lengths belong) is not disposable: the decoder sees it and reports what is wrong."""
     data = memoryview(packet)
     if data.format != "B" or data.ndim != 1:
         data = data.cast("B")
+    if data[:3] == b"\x00\x00\x01" or data[:4] == b"\x00\x00\x00\x01":
+        return False  # Annex B inside a length-prefixed stream
     position, end, slices = 0, len(data), 0
     while position < end:
         if position + length_size >= end:
@@ -38,11 +43,12 @@ def is_disposable(packet: bytes | memoryview, length_size: int) -> bool:
         if length == 0 or position + length > end:
             return False
         header = data[position]
+        kind, referenced = header & 0x1F, header & 0x60
         if header & 0x80:
             return False
-        if header & 0x1F in _SLICE_TYPES:
-            if header & 0x60:
-                return False
+        if kind == _NON_IDR_SLICE and not referenced:
             slices += 1
+        elif kind not in _HARMLESS:
+            return False
         position += length
     return slices > 0

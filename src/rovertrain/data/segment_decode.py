@@ -14,10 +14,8 @@ segment whose first kept frame is not its keyframe, frames of neighbouring segme
 not in time order, rotations that differ, a video over the duration limit. Damaged files
 therefore cost one wasted parallel attempt and then behave exactly as before.
 
-H.264 pictures that no other picture references and no tick shows (most of x264's B-frames
-at 30 fps) are not fed to the codec at all (`h264_nal`, `tick_visibility`). They still count
-in `frames`, as the sequential decode counts them; a segment that skipped any checks that
-every other frame of its time range came back from the codec, in time order, or refuses.
+The packets the sequential decode leaves out (`packet_scan.skippable_packets`: H.264 pictures
+nothing references and no tick shows) are left out here too, and counted the same way.
 """
 
 from __future__ import annotations
@@ -32,13 +30,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import av
-
 from rovertrain.data.decode import FrameClock, TickWriter, frame_rotation, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.h264_nal import avcc_length_size, is_disposable
+from rovertrain.data.packet_scan import PacketScan
 from rovertrain.data.segments import Segment, plan_segments
-from rovertrain.data.tick_visibility import invisible_frames
 from rovertrain.errors import SkipSession
 
 # Codecs whose keyframes are tested to restart decoding exactly
@@ -53,44 +48,6 @@ class SegmentRefused(Exception):
     """This session is not decoded as segments; the message says why."""
 
 
-@dataclass(frozen=True)
-class PacketScan:
-    """The video stream's packets in decode order (the demuxer's view, nothing decoded)."""
-
-    pts: list[int]
-    sizes: list[int]
-    positions: list[int]
-    keyframes: list[int]  # indices of keyframes with a known byte position
-    disposable: list[bool]  # no other picture references it (H.264 only; else all False)
-
-
-def scan_packets(container: Any, stream: Any) -> PacketScan:
-    scan = PacketScan([], [], [], [], [])
-    length_size = None
-    if stream.codec_context.name == "h264":
-        length_size = avcc_length_size(stream.codec_context.extradata)
-    try:
-        packet: Any
-        for packet in container.demux(stream):
-            if packet.size == 0 and packet.pts is None:
-                continue  # the end-of-stream flush packet
-            if packet.pts is None:
-                raise SegmentRefused("a packet has no presentation time")
-            if packet.is_keyframe and packet.pos is not None and packet.pos >= 0:
-                scan.keyframes.append(len(scan.pts))
-            scan.pts.append(packet.pts)
-            scan.sizes.append(packet.size)
-            scan.positions.append(-1 if packet.pos is None else packet.pos)
-            scan.disposable.append(
-                length_size is not None
-                and not packet.is_keyframe
-                and is_disposable(memoryview(packet), length_size)
-            )
-    except (av.error.FFmpegError, ValueError, OSError, EOFError) as error:
-        raise SegmentRefused(f"the demuxer failed: {str(error)[:200]}") from None
-    return scan
-
-
 @dataclass
 class SegmentOutput:
     """What one segment's thread produced; its tick frames are in `scratch`."""
@@ -98,8 +55,7 @@ class SegmentOutput:
     scratch: BinaryIO
     frames: int = 0  # frames kept (inside the segment's time range)
     decoded: int = 0  # every frame the codec returned, for progress reports
-    kept_pts: list[int] = field(default_factory=list)
-    skipped_pts: list[int] = field(default_factory=list)  # in the range, not decoded
+    skipped: int = 0  # frames in the range not decoded (the sequential decode's skips)
     clock: FrameClock = field(default_factory=FrameClock)
     writer: TickWriter | None = None
     first_time: float | None = None
@@ -119,13 +75,6 @@ class SegmentJob:
     stop: threading.Event
     packet_pts: tuple[int, ...] = ()  # the scan's, for packets first_packet..end_packet-1
     skip: frozenset[int] = frozenset()  # offsets into packet_pts not to decode
-    # pts -> time the skip decision used, for every packet of the segment when any segment
-    # skips: a skipped frame's successor may be the next segment's first frame.
-    decided_ms: dict[int, float] = field(default_factory=dict)
-
-    def in_range(self, pts: int) -> bool:
-        start, end = self.segment.start_pts, self.segment.end_pts
-        return (start is None or pts >= start) and (end is None or pts < end)
 
 
 def decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
@@ -172,27 +121,16 @@ def _decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
             _keep(job, output, frame)
     if output.writer is None:
         raise SegmentRefused("the segment kept no frame")
-    if job.decided_ms:
-        _check_skipping(job, output)
 
 
 def _skip(job: SegmentJob, output: SegmentOutput, packet: Any, offset: int) -> None:
+    """A packet the sequential decode leaves out: counted if its frame is this segment's."""
     if packet.pts != job.packet_pts[offset]:
         raise SegmentRefused("the demuxer did not return the scanned packets")
     output.decoded += 1
-    if job.in_range(packet.pts):
-        output.skipped_pts.append(packet.pts)
-
-
-def _check_skipping(job: SegmentJob, output: SegmentOutput) -> None:
-    """Skipping was decided from the scan: the frames the codec returned must be the scan's
-    (the ones after a skipped frame decide that no tick shows it), one per time, in order.
-    Checked in every segment, skipping or not, when any segment skips."""
-    expected = sorted(pts for pts in job.packet_pts if job.in_range(pts))
-    if sorted(output.kept_pts + output.skipped_pts) != expected:
-        raise SegmentRefused("the codec did not return the frames the skipping relied on")
-    if output.clock.duplicates or output.clock.backwards:
-        raise SegmentRefused("frame times repeat or go back where frames were skipped")
+    start, end = job.segment.start_pts, job.segment.end_pts
+    if (start is None or packet.pts >= start) and (end is None or packet.pts < end):
+        output.skipped += 1
 
 
 def _packets_from(container: Any, stream: Any, segment: Segment, position: int) -> Any:
@@ -230,11 +168,7 @@ def _keep(job: SegmentJob, output: SegmentOutput, frame: Any) -> None:
     if output.frames == 0 and segment.start_pts is not None and frame.pts != segment.start_pts:
         raise SegmentRefused("the segment's first frame is not its keyframe")
     output.frames += 1
-    output.kept_pts.append(frame.pts)
-    time_ms = frame.time * 1000.0 + job.offset_ms
-    if job.decided_ms and job.decided_ms.get(frame.pts) != time_ms:
-        raise SegmentRefused("a frame's time is not the one the skipping used")
-    placed = output.clock.place(time_ms)
+    placed = output.clock.place(frame.time * 1000.0 + job.offset_ms)
     if placed is None:
         return
     if output.writer is None:
@@ -264,29 +198,14 @@ class SegmentedDecode:
 class SegmentPlan:
     segments: list[Segment]
     scan: PacketScan
-    time_base: Any  # the stream's (a Fraction), for the packets' times
-
-    def packet_times_ms(self, offset_ms: float) -> list[float]:
-        """The times the decoder's frames will have, bit for bit: PyAV's `Frame.time` is
-        float(pts) * num / den, and the tick writer adds the offset to it in milliseconds."""
-        num, den = self.time_base.numerator, self.time_base.denominator
-        return [float(pts) * num / den * 1000.0 + offset_ms for pts in self.scan.pts]
-
-    def invisible_packets(self, times_ms: list[float]) -> frozenset[int]:
-        """Packets (scan indices) that neither a tick nor another picture needs."""
-        if not any(self.scan.disposable):
-            return frozenset()
-        return invisible_frames(times_ms, self.scan.disposable)
 
 
-def plan_for(container: Any, stream: Any, threads: int) -> SegmentPlan | None:
-    """The segments for an opened video (its demuxer is used up); None: decode sequentially.
-    Raises SegmentRefused when the packets cannot be scanned."""
-    if threads < 2 or stream.codec_context.name not in SEGMENTED_CODECS:
+def plan_for(scan: PacketScan, codec: str, threads: int) -> SegmentPlan | None:
+    """The segments for a scanned video; None: decode it sequentially."""
+    if threads < 2 or codec not in SEGMENTED_CODECS:
         return None
-    scan = scan_packets(container, stream)
     segments = plan_segments(scan.pts, scan.sizes, scan.keyframes, threads)
-    return SegmentPlan(segments, scan, stream.time_base) if len(segments) > 1 else None
+    return SegmentPlan(segments, scan) if len(segments) > 1 else None
 
 
 def decode_segmented(
@@ -295,18 +214,18 @@ def decode_segmented(
     offset_ms: float,
     limits: DecodeLimits,
     plan: SegmentPlan,
+    skip: frozenset[int],
     sink: BinaryIO,
     scratch_dir: Path | None,
     report_frames: Callable[[int], None],
 ) -> SegmentedDecode:
-    """Decode `path` as the planned segments, one thread each, into `sink`.
+    """Decode `path` as the planned segments, one thread each, into `sink`, leaving out the
+    packets (scan indices) in `skip`.
 
     Raises SegmentRefused, with the sink untouched, when the result might differ from a
     sequential decode."""
     scan = plan.scan
     stop = threading.Event()
-    times_ms = plan.packet_times_ms(offset_ms)
-    invisible = plan.invisible_packets(times_ms)
     with contextlib.ExitStack() as stack:
         outputs = [
             SegmentOutput(stack.enter_context(tempfile.TemporaryFile(dir=scratch_dir)))
@@ -316,11 +235,8 @@ def decode_segmented(
             SegmentJob(path, container_name, offset_ms, limits, segment,
                        scan.positions[segment.first_packet], scan.pts[segment.end_packet - 1],
                        stop, tuple(scan.pts[segment.first_packet : segment.end_packet]),
-                       frozenset(index - segment.first_packet for index in invisible
-                                 if segment.first_packet <= index < segment.end_packet),
-                       dict(zip(scan.pts[segment.first_packet : segment.end_packet],
-                                times_ms[segment.first_packet : segment.end_packet],
-                                strict=True)) if invisible else {})
+                       frozenset(index - segment.first_packet for index in skip
+                                 if segment.first_packet <= index < segment.end_packet))
             for segment in plan.segments
         ]  # fmt: skip
         threads = [
@@ -346,8 +262,8 @@ def decode_segmented(
     writers = [output.writer for output in outputs if output.writer is not None]
     return SegmentedDecode(
         segments=len(plan.segments),
-        frames=sum(output.frames + len(output.skipped_pts) for output in outputs),
-        skipped=sum(len(output.skipped_pts) for output in outputs),
+        frames=sum(output.frames + output.skipped for output in outputs),
+        skipped=sum(output.skipped for output in outputs),
         duplicates=sum(output.clock.duplicates for output in outputs),
         backwards=sum(output.clock.backwards for output in outputs),
         rotation=writers[0].rotation,

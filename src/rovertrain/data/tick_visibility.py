@@ -5,11 +5,11 @@ next frame being the one after it in presentation order. A frame whose successor
 before the next tick is therefore never shown, and need not be decoded when nothing else
 depends on it (`h264_nal.is_disposable`).
 
-The caller must guarantee that the times of the frames it decodes are the ones given here,
-to the last bit (the segment decoder checks every decoded frame's time against them). A
-skipped frame's own time cannot be checked, so a frame within MARGIN_MS after a tick
-counts as shown there. Frames that share a time with another are always decoded (which of
-them the writer keeps depends on the order the decoder returns them).
+The times given are the ones the decoded frames will have, computed the same way to the bit
+(`packet_scan.packet_times_ms`), so a successor exactly on a tick is recognised as that
+tick's frame. A frame within MARGIN_MS after a tick counts as shown there, whatever rounding
+put it there. Frames that share a time with another are always decoded (which of them the
+writer keeps depends on the order the decoder returns them).
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""The video stream's packets in decode order, read by the demuxer alone (nothing decoded):
+where segments may be cut, and which H.264 pictures need no decoding.
+
+Skipping is part of what a decode is (`decode.DECODER_VERSION` 2): the sequential decode and
+the segmented one leave out the same packets, so they keep writing the same result, and a
+video with the usual structure writes the same tick frames as a decode of every frame
+(tests/data/test_frame_skipping.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import av
+
+from rovertrain.data.h264_nal import avcc_length_size, is_disposable
+from rovertrain.data.tick_visibility import invisible_frames
+
+
+class ScanFailed(Exception):
+    """The demuxer could not read the packets through; the message says why."""
+
+
+@dataclass(frozen=True)
+class PacketScan:
+    pts: list[int]
+    sizes: list[int]
+    positions: list[int]
+    keyframes: list[int]  # indices of keyframes with a known byte position
+    disposable: list[bool]  # no other picture references it (H.264 only; else all False)
+
+
+def scan_packets(container: Any, stream: Any) -> PacketScan:
+    """Every packet of `stream` (the container's demuxer is used up). Raises ScanFailed."""
+    scan = PacketScan([], [], [], [], [])
+    length_size = None
+    if stream.codec_context.name == "h264":
+        length_size = avcc_length_size(stream.codec_context.extradata)
+    try:
+        packet: Any
+        for packet in container.demux(stream):
+            if packet.size == 0 and packet.pts is None:
+                continue  # the end-of-stream flush packet
+            if packet.pts is None:
+                raise ScanFailed("a packet has no presentation time")
+            if packet.is_keyframe and packet.pos is not None and packet.pos >= 0:
+                scan.keyframes.append(len(scan.pts))
+            scan.pts.append(packet.pts)
+            scan.sizes.append(packet.size)
+            scan.positions.append(-1 if packet.pos is None else packet.pos)
+            scan.disposable.append(
+                length_size is not None
+                and not packet.is_keyframe
+                and is_disposable(memoryview(packet), length_size)
+            )
+    except (av.error.FFmpegError, ValueError, OSError, EOFError) as error:
+        raise ScanFailed(f"the demuxer failed: {str(error)[:200]}") from None
+    return scan
+
+
+def packet_times_ms(pts: list[int], time_base: Fraction, offset_ms: float) -> list[float]:
+    """The times the decoded frames will have, bit for bit: PyAV's `Frame.time` is
+    float(pts) * num / den (the stream's time base, already reduced by FFmpeg), and the tick
+    writer adds the offset in milliseconds."""
+    num, den = time_base.numerator, time_base.denominator
+    return [float(value) * num / den * 1000.0 + offset_ms for value in pts]
+
+
+def skippable_packets(scan: PacketScan, time_base: Fraction, offset_ms: float) -> frozenset[int]:
+    """Indices of the packets not to decode: disposable pictures that no tick shows."""
+    if not any(scan.disposable):
+        return frozenset()
+    return invisible_frames(packet_times_ms(scan.pts, time_base, offset_ms), scan.disposable)
