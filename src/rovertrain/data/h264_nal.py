@@ -32,7 +32,7 @@ def is_disposable(packet: bytes | memoryview, length_size: int) -> bool:
     data = memoryview(packet)
     if data.format != "B" or data.ndim != 1:
         data = data.cast("B")
-    if data[:3] == b"\x00\x00\x01" or data[:4] == b"\x00\x00\x00\x01":
+    if bytes(data[:4]).startswith((b"\x00\x00\x01", b"\x00\x00\x00\x01")):
         return False  # Annex B inside a length-prefixed stream
     position, end, slices = 0, len(data), 0
     while position < end:
