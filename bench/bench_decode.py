@@ -52,6 +52,7 @@ import rovertrain.data.segment_decode as segment_decode
 from rovertrain.data.decode import DecodeLimits, TickWriter, decode_to_file
 from rovertrain.data.decoder_pool import codec_threads
 from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.data.packet_scan import SkipPlan
 
 FPS, WIDTH, HEIGHT = 30, 640, 480
 
@@ -175,7 +176,7 @@ def rovertrain_decode(path: Path, threads: int) -> dict[str, Any]:
 def without_skipping(run: Callable[[], Any]) -> None:
     """`run` with every frame decoded (the decode before frame skipping)."""
     skippable = decode.skippable_packets
-    decode.skippable_packets = lambda scan, time_base, offset_ms: frozenset()
+    decode.skippable_packets = lambda scan, time_base, offset_ms: SkipPlan()
     try:
         run()
     finally:

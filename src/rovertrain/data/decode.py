@@ -22,7 +22,7 @@ from av.video.reformatter import VideoReformatter
 from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
-from rovertrain.data.packet_scan import ScanFailed, scan_packets, skippable_packets
+from rovertrain.data.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
 from rovertrain.errors import SkipSession
 from rovertrain.runtime.frames import prepare_frame
 
@@ -207,7 +207,7 @@ def decode_to_file(
             except ScanFailed as failed:
                 if segmentable:
                     stats["decodeFallback"] = str(failed)
-    skip = frozenset[int]()
+    skip = SkipPlan()
     plan = None
     if scan is not None:
         skip = skippable_packets(scan, time_base, offset_ms)
@@ -266,19 +266,20 @@ def _decode_sequential(
     sink: BinaryIO,
     report_frames: Callable[[int], None],
     stats: dict[str, Any],
-    skip: frozenset[int],
+    skip: SkipPlan,
     scanned_pts: list[int],
 ) -> TickWriter:
     """Decode the frames in order with `limits.threads` codec threads, leaving out the
-    packets (scan indices) in `skip`."""
+    packets in `skip`."""
     with open_video(path, container_name, limits) as (container, stream):
         writer: TickWriter | None = None
         clock = FrameClock()
         first_time: float | None = None
+        left_out: list[int] = []
         reported = time.monotonic()
         try:
             frame: Any
-            for frame in _frames(container, stream, skip, scanned_pts, stats):
+            for frame in _frames(container, stream, skip.packets, scanned_pts, left_out):
                 stats["framesDecoded"] += 1
                 if time.monotonic() - reported >= 0.5:
                     report_frames(stats["framesDecoded"])
@@ -312,6 +313,8 @@ def _decode_sequential(
             # Damaged files: keep the prefix that decoded.
             stats["decodeErrors"] += 1
             stats["decodeErrorMessage"] = str(error)[:300]
+        stats["framesSkipped"] = skip.counted(left_out, first_time, clock.last)
+        stats["framesDecoded"] += stats["framesSkipped"]
         stats["duplicateTimestamps"] = clock.duplicates
         stats["backwardsTimestamps"] = clock.backwards
         if writer is None:
@@ -325,16 +328,15 @@ def _decode_sequential(
 
 
 def _frames(
-    container: Any, stream: Any, skip: frozenset[int], scanned_pts: list[int], stats: dict[str, Any]
+    container: Any, stream: Any, skip: frozenset[int], scanned_pts: list[int], left_out: list[int]
 ) -> Iterator[Any]:
-    """The stream's decoded frames, the packets in `skip` counted and left out."""
+    """The stream's decoded frames, the packets in `skip` left out (and listed in `left_out`)."""
     skipping = bool(skip)
     packet: Any
     for index, packet in enumerate(container.demux(stream)):
         if skipping and index in skip:
             if index < len(scanned_pts) and packet.pts == scanned_pts[index]:
-                stats["framesDecoded"] += 1
-                stats["framesSkipped"] += 1
+                left_out.append(index)
                 continue
             skipping = False  # the demuxer now disagrees with its scan: decode everything
         yield from packet.decode()

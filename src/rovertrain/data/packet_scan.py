@@ -2,14 +2,16 @@
 where segments may be cut, and which H.264 pictures need no decoding.
 
 Skipping is part of what a decode is (`decode.DECODER_VERSION` 2): the sequential decode and
-the segmented one leave out the same packets, so they keep writing the same result, and a
-video with the usual structure writes the same tick frames as a decode of every frame
-(tests/data/test_frame_skipping.py).
+the segmented one leave out the same packets, so they keep writing the same result; a
+video that decodes without errors, its frames in time order, writes the same tick frames as a
+decode of every frame (tests/data/test_frame_skipping.py; docs/recording-format.md says what
+differs otherwise).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -30,6 +32,29 @@ class PacketScan:
     positions: list[int]
     keyframes: list[int]  # indices of keyframes with a known byte position
     disposable: list[bool]  # no other picture references it (H.264 only; else all False)
+    # The demuxer marks it to be decoded and thrown away (an MP4 edit list trimming the
+    # video): its frame is never returned, so it is nobody's successor.
+    discarded: list[bool] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SkipPlan:
+    """The packets (scan indices) a decode leaves out, with their frames' times."""
+
+    times_ms: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def packets(self) -> frozenset[int]:
+        return frozenset(self.times_ms)
+
+    def counted(self, left_out: Iterable[int], first_ms: float | None, last_ms: float) -> int:
+        """The left-out frames a decode of every frame would have returned: those between
+        the first and the last frame kept. Counted from the result, not while feeding
+        packets, so that where a decode stops (one codec thread meets an error a packet
+        earlier than two) does not change the count."""
+        if first_ms is None:
+            return 0
+        return sum(1 for index in left_out if first_ms <= self.times_ms[index] <= last_ms)
 
 
 def scan_packets(container: Any, stream: Any) -> PacketScan:
@@ -55,6 +80,7 @@ def scan_packets(container: Any, stream: Any) -> PacketScan:
                 and not packet.is_keyframe
                 and is_disposable(memoryview(packet), length_size)
             )
+            scan.discarded.append(bool(packet.is_discard))
     except (av.error.FFmpegError, ValueError, OSError, EOFError) as error:
         raise ScanFailed(f"the demuxer failed: {str(error)[:200]}") from None
     return scan
@@ -68,8 +94,12 @@ def packet_times_ms(pts: list[int], time_base: Fraction, offset_ms: float) -> li
     return [float(value) * num / den * 1000.0 + offset_ms for value in pts]
 
 
-def skippable_packets(scan: PacketScan, time_base: Fraction, offset_ms: float) -> frozenset[int]:
-    """Indices of the packets not to decode: disposable pictures that no tick shows."""
+def skippable_packets(scan: PacketScan, time_base: Fraction, offset_ms: float) -> SkipPlan:
+    """The packets not to decode: disposable pictures that no tick shows (discarded packets
+    are neither skipped nor anyone's successor)."""
     if not any(scan.disposable):
-        return frozenset()
-    return invisible_frames(packet_times_ms(scan.pts, time_base, offset_ms), scan.disposable)
+        return SkipPlan()
+    shown = [index for index, discarded in enumerate(scan.discarded) if not discarded]
+    times = packet_times_ms([scan.pts[index] for index in shown], time_base, offset_ms)
+    invisible = invisible_frames(times, [scan.disposable[index] for index in shown])
+    return SkipPlan({shown[position]: times[position] for position in sorted(invisible)})

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 from rovertrain.data.decode import FrameClock, TickWriter, frame_rotation, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.packet_scan import PacketScan
+from rovertrain.data.packet_scan import PacketScan, SkipPlan
 from rovertrain.data.segments import Segment, plan_segments
 from rovertrain.errors import SkipSession
 
@@ -55,7 +55,6 @@ class SegmentOutput:
     scratch: BinaryIO
     frames: int = 0  # frames kept (inside the segment's time range)
     decoded: int = 0  # every frame the codec returned, for progress reports
-    skipped: int = 0  # frames in the range not decoded (the sequential decode's skips)
     clock: FrameClock = field(default_factory=FrameClock)
     writer: TickWriter | None = None
     first_time: float | None = None
@@ -124,13 +123,10 @@ def _decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
 
 
 def _skip(job: SegmentJob, output: SegmentOutput, packet: Any, offset: int) -> None:
-    """A packet the sequential decode leaves out: counted if its frame is this segment's."""
+    """A packet the sequential decode leaves out too."""
     if packet.pts != job.packet_pts[offset]:
         raise SegmentRefused("the demuxer did not return the scanned packets")
     output.decoded += 1
-    start, end = job.segment.start_pts, job.segment.end_pts
-    if (start is None or packet.pts >= start) and (end is None or packet.pts < end):
-        output.skipped += 1
 
 
 def _packets_from(container: Any, stream: Any, segment: Segment, position: int) -> Any:
@@ -214,7 +210,7 @@ def decode_segmented(
     offset_ms: float,
     limits: DecodeLimits,
     plan: SegmentPlan,
-    skip: frozenset[int],
+    skip: SkipPlan,
     sink: BinaryIO,
     scratch_dir: Path | None,
     report_frames: Callable[[int], None],
@@ -235,7 +231,7 @@ def decode_segmented(
             SegmentJob(path, container_name, offset_ms, limits, segment,
                        scan.positions[segment.first_packet], scan.pts[segment.end_packet - 1],
                        stop, tuple(scan.pts[segment.first_packet : segment.end_packet]),
-                       frozenset(index - segment.first_packet for index in skip
+                       frozenset(index - segment.first_packet for index in skip.packets
                                  if segment.first_packet <= index < segment.end_packet))
             for segment in plan.segments
         ]  # fmt: skip
@@ -260,10 +256,12 @@ def decode_segmented(
             sink.truncate()
             raise SegmentRefused(f"writing the frames failed: {error}") from None
     writers = [output.writer for output in outputs if output.writer is not None]
+    # Every packet was fed or left out (no segment refused): count as the sequential decode.
+    skipped = skip.counted(skip.packets, outputs[0].first_time, outputs[-1].clock.last)
     return SegmentedDecode(
         segments=len(plan.segments),
-        frames=sum(output.frames + output.skipped for output in outputs),
-        skipped=sum(output.skipped for output in outputs),
+        frames=sum(output.frames for output in outputs) + skipped,
+        skipped=skipped,
         duplicates=sum(output.clock.duplicates for output in outputs),
         backwards=sum(output.clock.backwards for output in outputs),
         rotation=writers[0].rotation,

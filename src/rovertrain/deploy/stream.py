@@ -2,7 +2,9 @@
 
 Same tick rule as the training decoder (`data.decode.TickWriter`): ticks are the multiples of
 100 ms covered by the video, and each tick gets the newest frame at or before it (the later of
-two frames with the same time). Same decoder settings too, so the pictures are bit-identical;
+two frames with the same time). Same decoder settings too, so the pictures are bit-identical
+for a video that decodes without errors (replay decodes every frame; training leaves out the
+H.264 pictures no tick shows, which for such a video changes no tick: docs/recording-format.md);
 the frames stay full size: resizing is the runtime's job (`prepare_frame`).
 """
 
