@@ -317,3 +317,31 @@ def test_frames_an_edit_list_discards_are_nobodys_successor(
             everything, _ = decode(video, 1, offset)
         assert skipping[3].pop("framesSkipped") > 0 and everything[3].pop("framesSkipped") == 0
         assert skipping == everything
+
+
+class FakePacket:
+    def __init__(self, pts: int) -> None:
+        self.pts = pts
+
+    def decode(self) -> list[int]:
+        return [self.pts]
+
+
+class FakeContainer:
+    def __init__(self, pts: list[int]) -> None:
+        self.packets = [FakePacket(value) for value in pts]
+
+    def demux(self, stream: Any) -> list[FakePacket]:
+        return self.packets
+
+
+def test_where_the_demuxer_disagrees_with_its_scan_everything_after_is_decoded() -> None:
+    left_out: list[int] = []
+    container = FakeContainer([0, 3, 1, 2, 6, 4, 5, 9, 7, 8])
+    scanned = [0, 3, 1, 2, 6, 4, 5, 9, 7, 8]
+    frames = list(decode_module._frames(container, None, frozenset({2, 5, 8}), scanned, left_out))
+    assert left_out == [2, 5, 8] and frames == [0, 3, 2, 6, 5, 9, 8]
+    scanned[5] = 40  # the scan saw another packet there: no more skipping from there on
+    left_out.clear()
+    frames = list(decode_module._frames(container, None, frozenset({2, 5, 8}), scanned, left_out))
+    assert left_out == [2] and frames == [0, 3, 2, 6, 4, 5, 9, 7, 8]
