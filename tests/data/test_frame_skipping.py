@@ -53,6 +53,7 @@ def nal(header: int, payload: bytes = b"\x88\x84", size: int = 4) -> bytes:
         (b"\x00\x00\x00\x00" + nal(0x01), False),  # an empty NAL unit
         (nal(0x81), False),  # the forbidden bit
         (nal(0x01, size=2), False),  # read with the wrong prefix size
+        (nal(0x01, bytes(300)), True),  # its length prefix reads 00 00 01 2D
         (b"\x00\x00\x01\x01\x88\x84", False),  # Annex B start codes
         (b"\x00\x00\x00\x01\x01", False),
     ],

@@ -32,8 +32,11 @@ def is_disposable(packet: bytes | memoryview, length_size: int) -> bool:
     data = memoryview(packet)
     if data.format != "B" or data.ndim != 1:
         data = data.cast("B")
-    if bytes(data[:4]).startswith((b"\x00\x00\x01", b"\x00\x00\x00\x01")):
-        return False  # Annex B inside a length-prefixed stream
+    if bytes(data[:4]) == b"\x00\x00\x00\x01":
+        # Annex B inside a length-prefixed stream (as a 4-byte length, 1: no slice is that
+        # short). A 3-byte start code is also a valid length of 256-511 bytes: left to the
+        # parse, which fails on what follows.
+        return False
     position, end, slices = 0, len(data), 0
     while position < end:
         if position + length_size >= end:
