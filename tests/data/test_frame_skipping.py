@@ -346,3 +346,36 @@ def test_where_the_demuxer_disagrees_with_its_scan_everything_after_is_decoded()
     left_out.clear()
     frames = list(decode_module._frames(container, None, frozenset({2, 5, 8}), scanned, left_out))
     assert left_out == [2] and frames == [0, 3, 2, 6, 4, 5, 9, 7, 8]
+
+
+def test_segments_whose_demuxer_disagrees_with_the_scan_give_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan says a skipped packet has another time than the demuxer then returns
+    (injected): the segments refuse, and the sequential decode decodes everything from there,
+    writing what a decode of every frame writes."""
+    name, codec, options, _ = VIDEOS["h264-b-frames"]
+    video = camera_video(tmp_path / name, codec, options)
+    with monkeypatch.context() as patch:
+        every_frame_decoded(patch)
+        everything, _ = decode(video, 1)
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        base = stream.time_base
+        scan = scan_packets(container, stream)
+    first_skipped = min(skippable_packets(scan, base, 0.0).packets)
+    scan_for_real = decode_module.scan_packets
+
+    def misread(container: Any, stream: Any) -> Any:
+        misread_scan = scan_for_real(container, stream)
+        misread_scan.pts[first_skipped] += 1  # 1/15360 s: still a frame no tick shows
+        return misread_scan
+
+    monkeypatch.setattr(decode_module, "scan_packets", misread)
+    result, fields = decode(video, 2)
+    assert fields == {
+        "decodeSegments": 1,
+        "decodeFallback": "the demuxer did not return the scanned packets",
+    }
+    assert result[3].pop("framesSkipped") == 0 and everything[3].pop("framesSkipped") == 0
+    assert result == everything
