@@ -17,6 +17,8 @@ interleaved in one process, R rounds (best of each):
 - rovertrain as a lone session's decoder child runs it: `decode_to_file` with the threads the
   pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N): N
   keyframe segments on N threads where the video allows (the line says how many);
+- the same with every frame decoded, when the video has H.264 pictures the decode leaves out
+  (nothing references them and no tick shows them: decoder version 2);
 - rovertrain with N codec threads and no segments (the lone session before segments);
 - rovertrain with one thread (what every child had before that).
 The ratio reference/rovertrain is the throughput ratio (>= 1.3 wanted for the lone session).
