@@ -339,12 +339,11 @@ class FakeContainer:
 def test_where_the_demuxer_disagrees_with_its_scan_everything_after_is_decoded() -> None:
     left_out: list[int] = []
     container = FakeContainer([0, 3, 1, 2, 6, 4, 5, 9, 7, 8])
-    scanned = [0, 3, 1, 2, 6, 4, 5, 9, 7, 8]
-    frames = list(decode_module._frames(container, None, frozenset({2, 5, 8}), scanned, left_out))
+    frames = list(decode_module._frames(container, None, {2: 1, 5: 4, 8: 7}, left_out))
     assert left_out == [2, 5, 8] and frames == [0, 3, 2, 6, 5, 9, 8]
-    scanned[5] = 40  # the scan saw another packet there: no more skipping from there on
     left_out.clear()
-    frames = list(decode_module._frames(container, None, frozenset({2, 5, 8}), scanned, left_out))
+    # The scan saw another packet at 5: no more skipping from there on.
+    frames = list(decode_module._frames(container, None, {2: 1, 5: 40, 8: 7}, left_out))
     assert left_out == [2] and frames == [0, 3, 2, 6, 4, 5, 9, 7, 8]
 
 

@@ -231,9 +231,8 @@ def decode_to_file(
             )
             return _result(stats, started, merged.ticks, merged.frame_times)
     stats["decodeSegments"] = 1
-    scanned = scan.pts if scan is not None else []
     writer = _decode_sequential(
-        path, container_name, offset_ms, limits, sink, report_frames, stats, skip, scanned
+        path, container_name, offset_ms, limits, sink, report_frames, stats, skip
     )
     return _result(stats, started, writer.ticks, writer.frame_times)
 
@@ -267,7 +266,6 @@ def _decode_sequential(
     report_frames: Callable[[int], None],
     stats: dict[str, Any],
     skip: SkipPlan,
-    scanned_pts: list[int],
 ) -> TickWriter:
     """Decode the frames in order with `limits.threads` codec threads, leaving out the
     packets in `skip`."""
@@ -279,7 +277,7 @@ def _decode_sequential(
         reported = time.monotonic()
         try:
             frame: Any
-            for frame in _frames(container, stream, skip.packets, scanned_pts, left_out):
+            for frame in _frames(container, stream, skip.pts, left_out):
                 stats["framesDecoded"] += 1
                 if time.monotonic() - reported >= 0.5:
                     report_frames(stats["framesDecoded"])
@@ -328,14 +326,15 @@ def _decode_sequential(
 
 
 def _frames(
-    container: Any, stream: Any, skip: frozenset[int], scanned_pts: list[int], left_out: list[int]
+    container: Any, stream: Any, skip: dict[int, int], left_out: list[int]
 ) -> Iterator[Any]:
-    """The stream's decoded frames, the packets in `skip` left out (and listed in `left_out`)."""
+    """The stream's decoded frames, the packets in `skip` (index -> the pts the scan read)
+    left out and listed in `left_out`."""
     skipping = bool(skip)
     packet: Any
     for index, packet in enumerate(container.demux(stream)):
         if skipping and index in skip:
-            if index < len(scanned_pts) and packet.pts == scanned_pts[index]:
+            if packet.pts == skip[index]:
                 left_out.append(index)
                 continue
             skipping = False  # the demuxer now disagrees with its scan: decode everything

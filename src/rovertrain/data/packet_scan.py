@@ -39,8 +39,10 @@ class PacketScan:
 
 @dataclass(frozen=True)
 class SkipPlan:
-    """The packets (scan indices) a decode leaves out, with their frames' times."""
+    """The packets (scan indices) a decode leaves out, with the pts the scan read for each (the
+    demuxer must return the same) and their frames' times."""
 
+    pts: dict[int, int] = field(default_factory=dict)
     times_ms: dict[int, float] = field(default_factory=dict)
 
     @property
@@ -102,4 +104,8 @@ def skippable_packets(scan: PacketScan, time_base: Fraction, offset_ms: float) -
     shown = [index for index, discarded in enumerate(scan.discarded) if not discarded]
     times = packet_times_ms([scan.pts[index] for index in shown], time_base, offset_ms)
     invisible = invisible_frames(times, [scan.disposable[index] for index in shown])
-    return SkipPlan({shown[position]: times[position] for position in sorted(invisible)})
+    chosen = sorted(invisible)
+    return SkipPlan(
+        {shown[position]: scan.pts[shown[position]] for position in chosen},
+        {shown[position]: times[position] for position in chosen},
+    )

@@ -72,8 +72,8 @@ class SegmentJob:
     first_position: int  # byte position of the segment's first packet (found after seeking)
     last_pts: int  # of the segment's last packet: the demuxer saw what the scan saw
     stop: threading.Event
-    packet_pts: tuple[int, ...] = ()  # the scan's, for packets first_packet..end_packet-1
-    skip: frozenset[int] = frozenset()  # offsets into packet_pts not to decode
+    # Packets not to decode: offset from first_packet -> the pts the scan read for it.
+    skip: dict[int, int] = field(default_factory=dict)
 
 
 def decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
@@ -124,7 +124,7 @@ def _decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
 
 def _skip(job: SegmentJob, output: SegmentOutput, packet: Any, offset: int) -> None:
     """A packet the sequential decode leaves out too."""
-    if packet.pts != job.packet_pts[offset]:
+    if packet.pts != job.skip[offset]:
         raise SegmentRefused("the demuxer did not return the scanned packets")
     output.decoded += 1
 
@@ -230,9 +230,8 @@ def decode_segmented(
         jobs = [
             SegmentJob(path, container_name, offset_ms, limits, segment,
                        scan.positions[segment.first_packet], scan.pts[segment.end_packet - 1],
-                       stop, tuple(scan.pts[segment.first_packet : segment.end_packet]),
-                       frozenset(index - segment.first_packet for index in skip.packets
-                                 if segment.first_packet <= index < segment.end_packet))
+                       stop, {index - segment.first_packet: pts for index, pts in skip.pts.items()
+                              if segment.first_packet <= index < segment.end_packet})
             for segment in plan.segments
         ]  # fmt: skip
         threads = [
