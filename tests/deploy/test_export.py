@@ -46,6 +46,7 @@ def make_checkpoint(root: Path, seed: int = 0) -> tuple[Path, Policy]:
         "createdAt": 1,
         "specification": specification(initial_schema()),
         "actionThreshold": 0.4,
+        "steeringDeadband": 0.3,
         "promote": True,
     }
     publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
@@ -57,7 +58,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("export") / "root"
     checkpoint, model = make_checkpoint(root)
     out = root.parent / "deploy"
-    result = run_cli("export", str(checkpoint), "--out", str(out))
+    # The job's deadband (model.json) is overridden on the command line.
+    result = run_cli("export", str(checkpoint), "--out", str(out), "--steering-deadband", "0.2")
     assert result.code == 0, result.stderr
     return {"root": root, "checkpoint": checkpoint, "model": model, "out": out, "result": result}
 
@@ -79,6 +81,8 @@ def test_export_writes_a_verified_folder(exported: dict[str, Any]) -> None:
     assert manifest["files"] == event["files"]
     runtime = json.loads((out / "runtime.json").read_text())
     assert runtime["threshold"] == 0.4 == event["threshold"]
+    assert runtime["steeringDeadband"] == 0.2 == event["steeringDeadband"]
+    assert RoverPolicy.load(out).steering_deadband == 0.2
     assert runtime["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     assert runtime["roles"] == {"stop": "stop", "drive": "movement"}
     model = onnx.load(str(out / "model.onnx"))
@@ -314,3 +318,12 @@ def test_export_without_the_deploy_extra_says_what_to_install(tmp_path: Path) ->
     (event,) = parse_events(completed.stdout)
     assert completed.returncode == 1 and event["code"] == "missing_dependency"
     assert "rovertrain[deploy]" in event["message"] and not (tmp_path / "out").exists()
+
+
+def test_decision_rules_come_from_the_command_line_then_model_json_then_the_defaults() -> None:
+    from rovertrain.deploy.export import decision_rules
+
+    assert decision_rules({}) == (0.5, 0.15)  # a checkpoint from before the deadband existed
+    assert decision_rules({"actionThreshold": 0.4, "steeringDeadband": 0.0}) == (0.4, 0.0)
+    meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}
+    assert decision_rules(meta, 0.6, 0.1) == (0.6, 0.1)

@@ -40,6 +40,8 @@ def test_defaults_are_documented_and_applied() -> None:
     assert job.config.threads == CONFIG_FIELDS["threads"].default
     assert job.gate.minPrecision == 0.5 and job.gate.maxNumericMse == 0.1
     assert job.seed == 0 and job.jobId is None
+    assert job.steeringDeadband == 0.15
+    assert load_job_text(with_(steeringDeadband=0)).steeringDeadband == 0.0
 
 
 def test_seed_fields_are_accepted_unchanged() -> None:
@@ -84,6 +86,9 @@ def test_seed_fields_are_accepted_unchanged() -> None:
         ("/gate/minPrecision", with_(gate={"minPrecision": 2})),
         ("/actionThreshold", with_(actionThreshold=1)),
         ("/actionThreshold", with_(actionThreshold=0)),
+        ("/steeringDeadband", with_(steeringDeadband=-0.1)),
+        ("/steeringDeadband", with_(steeringDeadband="0.1")),
+        ("/steeringDeadband", with_(steeringDeadband=3)),
         ("/jobId", with_(jobId="a/b")),
         ("/seed", with_(seed=-1)),
     ],
@@ -100,7 +105,17 @@ json_values = st.recursive(
     max_leaves=12,
 )
 fields = st.sampled_from(
-    ["root", "sessions", "config", "gate", "seed", "jobId", "x", "actionThreshold"]
+    [
+        "root",
+        "sessions",
+        "config",
+        "gate",
+        "seed",
+        "jobId",
+        "x",
+        "actionThreshold",
+        "steeringDeadband",
+    ]
 )
 
 

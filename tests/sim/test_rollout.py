@@ -57,6 +57,11 @@ def test_rollouts_are_deterministic_and_the_world_does_not_depend_on_the_control
 class Decision:
     fire: dict[str, bool]
     values: dict[str, dict[str, float]]
+    steer: dict[str, bool]
+
+    @property
+    def send(self) -> dict[str, bool]:
+        return {kind: fired or self.steer[kind] for kind, fired in self.fire.items()}
 
 
 @dataclass
@@ -87,7 +92,8 @@ class ScriptedPolicy:
     def tick(self, frame: np.ndarray, t_ms: float) -> Decision:
         self.ticks.append(t_ms)
         self.frames.append(float(frame.std()))
-        return Decision({"drive": True}, {"drive": {"speed": 0.5, "turn": 0.0}})
+        # Not fired, steering: the driver sends what `send` says (the steering re-send too).
+        return Decision({"drive": False}, {"drive": {"speed": 0.5, "turn": 0.0}}, {"drive": True})
 
 
 def test_the_policy_is_ticked_every_100_ms_and_hears_its_own_commands() -> None:

@@ -349,14 +349,22 @@ def models(root: str, current: bool) -> None:
     type=click.FloatRange(0.0, 1.0, max_open=True),
     help="Firing threshold (default: the job's actionThreshold from model.json).",
 )
-def export(checkpoint: str, out: str, threshold: float | None) -> None:
+@click.option(
+    "--steering-deadband",
+    type=click.FloatRange(0.0, 2.0),
+    help="Re-send the movement command when a predicted value moves more than this from the "
+    "executed one (0: off; default: the job's steeringDeadband from model.json, else 0.15).",
+)
+def export(
+    checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None
+) -> None:
     """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
 
     def body(stream: EventStream) -> int:
         from rovertrain.cli.console import console_line
         from rovertrain.deploy.export import export_checkpoint
 
-        exported = export_checkpoint(checkpoint, out, threshold)
+        exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
         stream.emit("exported", **exported)
         console_line(
             f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "

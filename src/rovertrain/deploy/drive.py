@@ -93,7 +93,12 @@ def drive_policy(
     simulated = seconds * len(seeds) * len(controllers)
     stream.emit(
         "drove",
-        model={**identity, "engine": engine, "threshold": policy.threshold},
+        model={
+            **identity,
+            "engine": engine,
+            "threshold": policy.threshold,
+            "steeringDeadband": policy.steering_deadband,
+        },
         files=files,
         elapsedSeconds=round(elapsed, 3),
         simulatedSeconds=round(simulated, 3),

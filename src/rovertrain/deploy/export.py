@@ -24,6 +24,7 @@ import numpy as np
 
 from rovertrain import __version__
 from rovertrain.errors import RovertrainError
+from rovertrain.job.config import DEFAULT_STEERING_DEADBAND
 from rovertrain.runtime.policy import (
     FORMAT,
     IMAGE_INPUT,
@@ -63,13 +64,28 @@ def load_checkpoint(directory: Path) -> tuple[dict[str, Any], bytes]:
     return meta, weights
 
 
-def runtime_specification(meta: dict[str, Any], threshold: float) -> dict[str, Any]:
+def decision_rules(
+    meta: dict[str, Any], threshold: float | None = None, steering_deadband: float | None = None
+) -> tuple[float, float]:
+    """(threshold, steering deadband): the given ones, else the job's from model.json, else
+    the defaults (checkpoints written before `steeringDeadband` existed get today's)."""
+    if threshold is None:
+        threshold = float(meta.get("actionThreshold", DEFAULT_THRESHOLD))
+    if steering_deadband is None:
+        steering_deadband = float(meta.get("steeringDeadband", DEFAULT_STEERING_DEADBAND))
+    return threshold, steering_deadband
+
+
+def runtime_specification(
+    meta: dict[str, Any], threshold: float, steering_deadband: float
+) -> dict[str, Any]:
     spec = dict(meta["specification"])
     schema = spec["schema"]
     return {
         "format": FORMAT,
         **spec,
         "threshold": threshold,
+        "steeringDeadband": steering_deadband,
         "valueNames": {slot["type"]: list(slot["values"]) for slot in schema},
         "roles": {slot["type"]: slot["role"] for slot in schema},
         "onnx": {
@@ -170,7 +186,9 @@ def require_deploy_packages() -> None:
         )
 
 
-def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dict[str, Any]:
+def export_checkpoint(
+    checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None = None
+) -> dict[str, Any]:
     """Export and publish; returns the `exported` event's fields."""
     started = time.monotonic()
     require_deploy_packages()
@@ -192,8 +210,7 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
             f"Checkpoint {directory.name} has policy version {spec.get('version')}; "
             f"this rovertrain exports version {VERSION}.",
         )
-    if threshold is None:
-        threshold = float(meta.get("actionThreshold", DEFAULT_THRESHOLD))
+    threshold, steering_deadband = decision_rules(meta, threshold, steering_deadband)
     model = Policy()
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.eval()
@@ -220,7 +237,7 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
             "onnxruntime and torch disagree on the exported model; nothing was written.",
             json.dumps(check),
         )
-    runtime = runtime_specification(meta, threshold)
+    runtime = runtime_specification(meta, threshold, steering_deadband)
     runtime_bytes = json.dumps(runtime, indent=2, allow_nan=False).encode() + b"\n"
     files = {
         name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -249,6 +266,7 @@ def export_checkpoint(checkpoint: str, out: str, threshold: float | None) -> dic
         "parity": check,
         "opset": OPSET,
         "threshold": threshold,
+        "steeringDeadband": steering_deadband,
         "elapsedSeconds": round(time.monotonic() - started, 3),
     }
 

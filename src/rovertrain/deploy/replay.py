@@ -68,7 +68,7 @@ def load_policy(path_text: str) -> tuple[RoverPolicy, str, dict[str, Any]]:
     import torch
     from safetensors.torch import load as load_safetensors
 
-    from rovertrain.deploy.export import DEFAULT_THRESHOLD, load_checkpoint, runtime_specification
+    from rovertrain.deploy.export import decision_rules, load_checkpoint, runtime_specification
     from rovertrain.learn.policy import Policy
 
     meta, weights = load_checkpoint(path)
@@ -76,7 +76,7 @@ def load_policy(path_text: str) -> tuple[RoverPolicy, str, dict[str, Any]]:
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.eval()
     torch.set_num_threads(1)
-    spec = runtime_specification(meta, float(meta.get("actionThreshold", DEFAULT_THRESHOLD)))
+    spec = runtime_specification(meta, *decision_rules(meta))
     return RoverPolicy(TorchSession(model), spec), "torch", dict(spec["model"])
 
 
@@ -299,6 +299,7 @@ def replay_session(
                 entry: dict[str, Any] = {
                     "probability": decision.probability[command_type],
                     "fire": decision.fire[command_type],
+                    "steer": decision.steer.get(command_type, False),
                     "values": decision.values[command_type],
                     "human": bool(fires[0, index]),
                 }

@@ -37,6 +37,7 @@ def job_document(job: Job, job_id: str) -> dict[str, Any]:
     document: dict[str, Any] = {
         "root": str(job.root.resolve()),
         "actionThreshold": job.actionThreshold,
+        "steeringDeadband": job.steeringDeadband,
         "config": job.config.to_json(),
         "gate": job.gate.to_json(),
         "jobId": job_id,

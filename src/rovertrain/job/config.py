@@ -183,7 +183,19 @@ GATE_FIELDS: dict[str, Number] = {
     ),
 }
 
-TOP_LEVEL = {"root", "sessions", "actionThreshold", "config", "jobId", "seed", "gate"}
+TOP_LEVEL = {
+    "root",
+    "sessions",
+    "actionThreshold",
+    "steeringDeadband",
+    "config",
+    "jobId",
+    "seed",
+    "gate",
+}
+DEFAULT_STEERING_DEADBAND = 0.15
+"""A driving policy re-sends its movement command when the values it predicts move more than
+this from the ones the rover executes (docs/learning.md, "Steering between the events")."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +269,7 @@ class Job:
     gate: Gate
     jobId: str | None = None
     seed: int = 0
+    steeringDeadband: float = DEFAULT_STEERING_DEADBAND
 
 
 def _reject_constant(name: str) -> float:
@@ -392,6 +405,11 @@ def parse_job(document: Any) -> Job:
     )
     if threshold >= 1:
         raise InvalidJob("/actionThreshold", f"must be below 1, got {threshold!r}")
+    deadband = _number(
+        document.get("steeringDeadband", DEFAULT_STEERING_DEADBAND),
+        Number(DEFAULT_STEERING_DEADBAND, 0, 2),
+        "/steeringDeadband",
+    )
     job_id = document.get("jobId")
     if job_id is not None and not valid_identifier(job_id):
         raise InvalidJob("/jobId", f"must match {IDENTIFIER.pattern}")
@@ -406,4 +424,5 @@ def parse_job(document: Any) -> Job:
         gate=gate,
         jobId=job_id,
         seed=seed,
+        steeringDeadband=float(deadband),
     )

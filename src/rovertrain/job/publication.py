@@ -59,6 +59,7 @@ def model_metadata(
         "parameters": parameter_count(model),
         "specification": specification(dataset.schema),
         "actionThreshold": job.actionThreshold,
+        "steeringDeadband": job.steeringDeadband,
         "trainedRovers": sorted(state.trained_rovers),
         "controlProfiles": state.control_profiles,
         "sourceSessions": dataset.accepted,

@@ -9,7 +9,13 @@ import json
 from typing import Any
 
 from rovertrain.identifiers import IDENTIFIER
-from rovertrain.job.config import CHOICES, CONFIG_FIELDS, GATE_FIELDS, Number
+from rovertrain.job.config import (
+    CHOICES,
+    CONFIG_FIELDS,
+    DEFAULT_STEERING_DEADBAND,
+    GATE_FIELDS,
+    Number,
+)
 
 
 def _field(name: str, spec: Number) -> dict[str, Any]:
@@ -54,6 +60,15 @@ def job_schema() -> dict[str, Any]:
                 "exclusiveMinimum": 0,
                 "exclusiveMaximum": 1,
                 "default": 0.5,
+            },
+            "steeringDeadband": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 2,
+                "default": DEFAULT_STEERING_DEADBAND,
+                "description": "closed loop: the published policy re-sends its movement "
+                "command when a predicted value moves more than this from what the rover "
+                "executes, fired or not (0: only when the event head fires)",
             },
             "jobId": identifier,
             "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1, "default": 0},

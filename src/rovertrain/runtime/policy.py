@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,12 @@ class PolicyFileError(Exception):
 
 @dataclass(frozen=True)
 class Decision:
-    """What the policy would send in the window [t_ms, t_ms + tick)."""
+    """What the policy would send in the window [t_ms, t_ms + tick).
+
+    `fire`: the event head, a person's imitation (probability >= the threshold): what the
+    gate and `replay` score. `steer`: the movement type the rover executes, not fired, whose
+    predicted values moved more than the steering deadband from the executed ones. A rover
+    sends `send` (either)."""
 
     t_ms: float
     fire: dict[str, bool]
@@ -45,6 +50,42 @@ class Decision:
     values: dict[str, dict[str, float]]
     image: np.ndarray  # uint8 1×C×H×W, the model's image input
     state: np.ndarray  # float32 1×S, the model's state input
+    steer: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def send(self) -> dict[str, bool]:
+        """What a rover driven by this policy sends now: fired or steering."""
+        return {kind: fired or self.steer.get(kind, False) for kind, fired in self.fire.items()}
+
+
+def steering_type(
+    fire: Mapping[str, bool],
+    values: Mapping[str, Mapping[str, float]],
+    roles: Mapping[str, str],
+    executing: tuple[str, Mapping[str, float]] | None,
+    deadband: float,
+) -> str | None:
+    """The movement type to re-send without its event firing: the one the rover executes
+    (`executing`: the last stop- or movement-role command sent; None or a stop: nothing),
+    when no stop-role type fires, it did not fire itself, and a predicted value is more than
+    `deadband` away from the executed one. 0 turns this off.
+
+    Why: the event head imitates *when a person sends*, and a person re-sends a steady
+    command only every keepalive; between those the rover holds the last turn. A policy
+    driving itself has to correct as soon as its intent changes, or it reacts late in every
+    corner and weaves (docs/learning.md, "Steering between the events")."""
+    if deadband <= 0 or executing is None:
+        return None
+    kind, executed = executing
+    if roles.get(kind) != "movement" or fire.get(kind, False):
+        return None
+    if any(fired and roles.get(other) == "stop" for other, fired in fire.items()):
+        return None
+    predicted = values.get(kind, {})
+    moved = any(
+        abs(value - float(executed.get(name, 0.0))) > deadband for name, value in predicted.items()
+    )
+    return kind if moved else None
 
 
 def read_verified(directory: Path) -> dict[str, bytes]:
@@ -93,6 +134,12 @@ class RoverPolicy:
                 f"the model expects state size, width, height {found}; this runtime builds "
                 f"{expected}: export it with a matching rovertrain"
             )
+        self.roles = {str(slot["type"]): str(slot["role"]) for slot in self.schema}
+        self.steering_deadband = float(spec.get("steeringDeadband", 0.0))
+        # What the rover executes as of the latest tick (the last stop- or movement-role
+        # command before it; None: stopped or nothing sent), and what was sent since.
+        self.executing: tuple[str, dict[str, float]] | None = None
+        self.pending_execution: list[tuple[float, tuple[str, dict[str, float]] | None]] = []
         self.tracker = StateTracker(self.schema)
         self.rotation = 0
 
@@ -123,6 +170,8 @@ class RoverPolicy:
     def reset(self) -> None:
         """Forget every command and tick (a new drive)."""
         self.tracker.reset()
+        self.executing = None
+        self.pending_execution = []
 
     def observe_command(
         self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
@@ -134,7 +183,12 @@ class RoverPolicy:
         for name, value in values.items():
             if not isinstance(value, int | float) or not math.isfinite(value):
                 raise ValueError(f"command value {name}={value!r} is not a finite number")
-        return self.tracker.observe(t_ms, command_type, values)
+        known = self.tracker.observe(t_ms, command_type, values)
+        role = self.roles.get(command_type)
+        if known and role in ("movement", "stop"):
+            executed = (command_type, {name: float(v) for name, v in values.items()})
+            self.pending_execution.append((float(t_ms), executed if role == "movement" else None))
+        return known
 
     def inputs(self, frame: np.ndarray, t_ms: float) -> tuple[np.ndarray, np.ndarray]:
         """(uint8 1×C×H×W image, float32 1×S state) for this tick; advances the tracker."""
@@ -157,4 +211,15 @@ class RoverPolicy:
             named[command_type] = {
                 name: float(row[column]) for column, name in enumerate(self.value_names[slot])
             }
-        return Decision(float(t_ms), fire, chance, named, image, state)
+        still_pending = []
+        for t, executed in self.pending_execution:
+            if t < t_ms:
+                self.executing = executed
+            else:
+                still_pending.append((t, executed))
+        self.pending_execution = still_pending
+        steer = dict.fromkeys(self.types, False)
+        steering = steering_type(fire, named, self.roles, self.executing, self.steering_deadband)
+        if steering is not None:
+            steer[steering] = True
+        return Decision(float(t_ms), fire, chance, named, image, state, steer)

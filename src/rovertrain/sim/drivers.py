@@ -8,8 +8,9 @@ and returns the commands it sends now; the rollout applies them to the world.
 - `Copycat`: repeats its last command (after one opening command), what a model that copies
   the command history does when it drives itself.
 - `PolicyDriver`: a policy with the `RoverPolicy` interface, ticked every 100 ms with the
-  camera frame (or a grey one: blind); its own commands are fed back with `observe_command`,
-  exactly as on a rover.
+  camera frame (or a grey one: blind); it sends what the decision's `send` says (the event
+  head's fires and the steering re-sends), and its own commands are fed back with
+  `observe_command`, exactly as on a rover.
 """
 
 from __future__ import annotations
@@ -245,7 +246,8 @@ class PolicyDriver:
         else:
             frame = camera()
         decision = self.policy.tick(frame, t)
-        sent = commands_from_decision(t, self.policy.schema, decision.fire, decision.values)
+        # `send`: what the event head fires, and the steering re-send between its events.
+        sent = commands_from_decision(t, self.policy.schema, decision.send, decision.values)
         for command in sent:
             self.policy.observe_command(command.t, command.type, command.values)
         return handed + sent

@@ -1,0 +1,152 @@
+"""Steering between the events: a driving policy re-sends the movement command it executes
+when its predicted values move more than the deadband, whether or not its event head fires."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.runtime.policy import RoverPolicy, steering_type
+
+SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
+ROLES = {"stop": "stop", "drive": "movement", "horn": "other"}
+QUIET = {"stop": False, "drive": False, "horn": False}
+FRAME = np.zeros((72, 96, 3), dtype=np.uint8)
+
+
+def predicted(turn: float, speed: float = 0.5) -> dict[str, dict[str, float]]:
+    return {"stop": {}, "drive": {"speed": speed, "turn": turn}, "horn": {}}
+
+
+@pytest.mark.parametrize(
+    ("fire", "values", "executing", "deadband", "expected"),
+    [
+        (QUIET, predicted(0.3), ("drive", {"speed": 0.5, "turn": 0.0}), 0.15, "drive"),
+        (QUIET, predicted(0.1), ("drive", {"speed": 0.5, "turn": 0.0}), 0.15, None),
+        (QUIET, predicted(0.0, 0.8), ("drive", {"speed": 0.5, "turn": 0.0}), 0.15, "drive"),
+        # Exactly the deadband away is not more than it.
+        (QUIET, predicted(0.25), ("drive", {"speed": 0.5, "turn": 0.1}), 0.15, None),
+        # A value the executed command left out counts as 0 (what the rover does with it).
+        (QUIET, predicted(0.3), ("drive", {"speed": 0.5}), 0.15, "drive"),
+        # Fired already: the event head sends it.
+        (
+            {**QUIET, "drive": True},
+            predicted(0.9),
+            ("drive", {"speed": 0.5, "turn": 0}),
+            0.15,
+            None,
+        ),
+        # A firing stop wins: no steering past it.
+        ({**QUIET, "stop": True}, predicted(0.9), ("drive", {"speed": 0.5, "turn": 0}), 0.15, None),
+        # An `other` type firing does not stop the steering.
+        (
+            {**QUIET, "horn": True},
+            predicted(0.9),
+            ("drive", {"speed": 0.5, "turn": 0}),
+            0.15,
+            "drive",
+        ),
+        # Stopped (or nothing sent yet): only the event head restarts the rover.
+        (QUIET, predicted(0.9), None, 0.15, None),
+        # 0 turns it off.
+        (QUIET, predicted(0.9), ("drive", {"speed": 0.5, "turn": 0.0}), 0.0, None),
+    ],
+)
+def test_steering_type(
+    fire: dict[str, bool],
+    values: dict[str, dict[str, float]],
+    executing: tuple[str, dict[str, float]] | None,
+    deadband: float,
+    expected: str | None,
+) -> None:
+    assert steering_type(fire, values, ROLES, executing, deadband) == expected
+
+
+class ScriptedSession:
+    """Stands in for onnxruntime: the next (probabilities, drive turn) it is to answer."""
+
+    def __init__(self) -> None:
+        self.p = {"stop": 0.0, "drive": 0.0, "horn": 0.0}
+        self.turn = 0.0
+
+    def run(self, _outputs: Any, _feeds: Any) -> tuple[np.ndarray, np.ndarray]:
+        logits = np.full((1, SLOTS), -30.0, dtype=np.float32)
+        for slot, kind in enumerate(("stop", "drive", "horn")):
+            p = min(max(self.p[kind], 1e-9), 1 - 1e-9)
+            logits[0, slot] = np.log(p / (1 - p))
+        values = np.zeros((1, SLOTS, VALUES), dtype=np.float32)
+        values[0, 1, :2] = (0.5, self.turn)
+        return logits, values
+
+
+def policy(deadband: float | None) -> tuple[RoverPolicy, ScriptedSession]:
+    spec: dict[str, Any] = {
+        "schema": SCHEMA,
+        "threshold": 0.5,
+        "input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96, "height": 72}},
+    }
+    if deadband is not None:
+        spec["steeringDeadband"] = deadband
+    session = ScriptedSession()
+    return RoverPolicy(session, spec), session
+
+
+def test_the_policy_steers_from_what_was_sent_before_the_tick() -> None:
+    rover, session = policy(0.15)
+    session.turn = 0.4
+    assert rover.tick(FRAME, 0).send == QUIET  # nothing sent yet
+    rover.observe_command(50, "drive", {"speed": 0.5, "turn": 0.0})
+    decision = rover.tick(FRAME, 100)
+    assert decision.fire == QUIET
+    assert decision.steer == {"stop": False, "drive": True, "horn": False}
+    assert decision.send == {"stop": False, "drive": True, "horn": False}
+    # The re-send is observed at its tick; the next tick compares with it.
+    rover.observe_command(100, "drive", decision.values["drive"])
+    assert not rover.tick(FRAME, 200).steer["drive"]
+    session.turn = 0.0  # the intent swings back: steer again
+    assert rover.tick(FRAME, 300).send["drive"]
+
+
+def test_a_command_sent_at_the_tick_counts_from_the_next_one() -> None:
+    rover, session = policy(0.15)
+    session.turn = 0.4
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.4})
+    rover.observe_command(100, "drive", {"speed": 0.5, "turn": 0.0})
+    assert not rover.tick(FRAME, 100).steer["drive"]  # executes 0.4 until after this tick
+    assert rover.tick(FRAME, 200).steer["drive"]
+
+
+def test_after_a_stop_only_the_event_head_restarts_and_reset_forgets() -> None:
+    rover, session = policy(0.15)
+    session.turn = 0.6
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})
+    rover.observe_command(50, "stop")
+    assert rover.tick(FRAME, 100).send == QUIET
+    session.p["drive"] = 0.9
+    assert rover.tick(FRAME, 200).send["drive"]  # fired
+    session.p["drive"] = 0.0
+    rover.observe_command(200, "drive", {"speed": 0.5, "turn": 0.0})
+    rover.observe_command(250, "horn")  # a signal does not change what the rover executes
+    assert rover.tick(FRAME, 300).steer["drive"]
+    rover.reset()
+    assert rover.tick(FRAME, 0).send == QUIET
+
+
+def test_a_firing_stop_is_never_steered_past() -> None:
+    rover, session = policy(0.15)
+    session.turn, session.p["stop"] = 0.8, 0.7
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})
+    decision = rover.tick(FRAME, 100)
+    assert decision.send == {"stop": True, "drive": False, "horn": False}
+
+
+@pytest.mark.parametrize("deadband", [None, 0.0])
+def test_exports_without_a_deadband_fire_from_the_event_head_alone(deadband: float | None) -> None:
+    rover, session = policy(deadband)
+    session.turn = 0.9
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": -0.9})
+    assert rover.steering_deadband == 0.0
+    assert rover.tick(FRAME, 100).send == QUIET
