@@ -56,3 +56,21 @@ def test_pause_signals_reach_the_ranks_that_handle_them_and_no_other_child() -> 
         for process in (rank, starting, other):
             process.kill()
             process.wait()
+
+
+def test_every_rank_reads_the_job_it_was_given() -> None:
+    """job_document: what each rank parses is the job the launcher read, field for field."""
+    import json
+
+    from rovertrain.distributed.launch import job_document
+    from rovertrain.job.config import load_job_text
+
+    text = json.dumps({
+        "root": "/data", "actionThreshold": 0.4, "steeringDeadband": 0.05, "seed": 3,
+        "config": {"threads": 1, "maxJobSeconds": 60}, "gate": {"minPrecision": 0.3},
+    })  # fmt: skip
+    job = load_job_text(text)
+    ranks_job = load_job_text(json.dumps(job_document(job, "job-7")))
+    assert ranks_job.steeringDeadband == 0.05 and ranks_job.actionThreshold == 0.4
+    assert ranks_job.config == job.config and ranks_job.gate == job.gate
+    assert ranks_job.seed == 3 and ranks_job.jobId == "job-7"

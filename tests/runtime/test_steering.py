@@ -12,7 +12,7 @@ from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.runtime.policy import RoverPolicy, steering_type
 
 SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
-ROLES = {"stop": "stop", "drive": "movement", "horn": "other"}
+ROLES = {"stop": "stop", "drive": "movement", "horn": "other", "crawl": "movement"}
 QUIET = {"stop": False, "drive": False, "horn": False}
 FRAME = np.zeros((72, 96, 3), dtype=np.uint8)
 
@@ -48,6 +48,14 @@ def predicted(turn: float, speed: float = 0.5) -> dict[str, dict[str, float]]:
             ("drive", {"speed": 0.5, "turn": 0}),
             0.15,
             "drive",
+        ),
+        # Another movement type fires: it replaces the executed one, nothing to steer.
+        (
+            {**QUIET, "crawl": True},
+            {**predicted(0.9), "crawl": {"speed": 0.1}},
+            ("drive", {"speed": 0.5, "turn": 0}),
+            0.15,
+            None,
         ),
         # Stopped (or nothing sent yet): only the event head restarts the rover.
         (QUIET, predicted(0.9), None, 0.15, None),
@@ -133,6 +141,18 @@ def test_after_a_stop_only_the_event_head_restarts_and_reset_forgets() -> None:
     assert rover.tick(FRAME, 300).steer["drive"]
     rover.reset()
     assert rover.tick(FRAME, 0).send == QUIET
+
+
+def test_reset_forgets_commands_not_yet_counted_and_unknown_types_change_nothing() -> None:
+    rover, session = policy(0.15)
+    session.turn = 0.6
+    rover.observe_command(350, "drive", {"speed": 0.5, "turn": 0.0})  # counts from tick 400
+    rover.reset()
+    assert rover.tick(FRAME, 400).send == QUIET
+    rover.observe_command(450, "drive", {"speed": 0.5, "turn": 0.0})
+    assert not rover.observe_command(460, "brake")  # a type the model has no slot for
+    assert rover.unknown_commands == 1
+    assert rover.tick(FRAME, 500).steer["drive"]
 
 
 def test_a_firing_stop_is_never_steered_past() -> None:

@@ -70,7 +70,7 @@ def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> N
         to_json = lambda: {}  # noqa: E731
         return SimpleNamespace(
             job_id="job-1", steps=10, examples=640, training_loss=0.5,
-            job=SimpleNamespace(seed=0, actionThreshold=0.4,
+            job=SimpleNamespace(seed=0, actionThreshold=0.4, steeringDeadband=0.15,
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
             dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"]),

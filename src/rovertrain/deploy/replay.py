@@ -348,7 +348,12 @@ def replay_session(
     stream.emit(
         "replayed",
         sessionId=session_id,
-        model={**identity, "engine": engine, "threshold": policy.threshold},
+        model={
+            **identity,
+            "engine": engine,
+            "threshold": policy.threshold,
+            "steeringDeadband": policy.steering_deadband,
+        },
         ticks=len(trace.ticks),
         blind=blind,
         unknownCommands=policy.unknown_commands,

@@ -67,8 +67,8 @@ def steering_type(
 ) -> str | None:
     """The movement type to re-send without its event firing: the one the rover executes
     (`executing`: the last stop- or movement-role command sent; None or a stop: nothing),
-    when no stop-role type fires, it did not fire itself, and a predicted value is more than
-    `deadband` away from the executed one. 0 turns this off.
+    when no stop- or movement-role type fires (itself included), and a predicted value is
+    more than `deadband` away from the executed one. 0 turns this off.
 
     Why: the event head imitates *when a person sends*, and a person re-sends a steady
     command only every keepalive; between those the rover holds the last turn. A policy
@@ -79,7 +79,8 @@ def steering_type(
     kind, executed = executing
     if roles.get(kind) != "movement" or fire.get(kind, False):
         return None
-    if any(fired and roles.get(other) == "stop" for other, fired in fire.items()):
+    # A firing stop wins, and a movement type that fires replaces the executed one.
+    if any(fired and roles.get(other) in ("stop", "movement") for other, fired in fire.items()):
         return None
     predicted = values.get(kind, {})
     moved = any(
