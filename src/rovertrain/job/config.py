@@ -194,8 +194,15 @@ TOP_LEVEL = {
     "gate",
 }
 DEFAULT_STEERING_DEADBAND = 0.15
-"""A driving policy re-sends its movement command when the values it predicts move more than
-this from the ones the rover executes (docs/learning.md, "Steering between the events")."""
+STEERING_DEADBAND = Number(
+    DEFAULT_STEERING_DEADBAND,
+    0,
+    2,
+    doc="closed loop: the published policy re-sends its movement command when a predicted "
+    "value moves more than this from what the rover executes, fired or not (0: only when the "
+    "event head fires)",
+)
+"""docs/learning.md, "Steering between the events"."""
 
 
 @dataclass(frozen=True)
@@ -407,7 +414,7 @@ def parse_job(document: Any) -> Job:
         raise InvalidJob("/actionThreshold", f"must be below 1, got {threshold!r}")
     deadband = _number(
         document.get("steeringDeadband", DEFAULT_STEERING_DEADBAND),
-        Number(DEFAULT_STEERING_DEADBAND, 0, 2),
+        STEERING_DEADBAND,
         "/steeringDeadband",
     )
     job_id = document.get("jobId")

@@ -12,8 +12,8 @@ from rovertrain.identifiers import IDENTIFIER
 from rovertrain.job.config import (
     CHOICES,
     CONFIG_FIELDS,
-    DEFAULT_STEERING_DEADBAND,
     GATE_FIELDS,
+    STEERING_DEADBAND,
     Number,
 )
 
@@ -61,15 +61,7 @@ def job_schema() -> dict[str, Any]:
                 "exclusiveMaximum": 1,
                 "default": 0.5,
             },
-            "steeringDeadband": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 2,
-                "default": DEFAULT_STEERING_DEADBAND,
-                "description": "closed loop: the published policy re-sends its movement "
-                "command when a predicted value moves more than this from what the rover "
-                "executes, fired or not (0: only when the event head fires)",
-            },
+            "steeringDeadband": _field("steeringDeadband", STEERING_DEADBAND),
             "jobId": identifier,
             "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1, "default": 0},
             "config": {
