@@ -39,6 +39,7 @@ HYPER = Hyperparameters(
     augment=True,
     bf16=False,
     value_history_dropout=0.3,
+    hide_never_sent=1.0,
     augment_colour=0.2,
     augment_shift=3,
 )

@@ -103,6 +103,14 @@ CONFIG_FIELDS: dict[str, Number] = {
         doc="train-only: the fraction of examples whose state vector hides the last command's "
         "values, so values are predicted from the camera, not copied (docs/learning.md)",
     ),
+    "hideNeverSent": Number(
+        1.0,
+        0,
+        1,
+        doc="train-only: for a command type silent for 10 s or more, the probability that the "
+        "state vector's neverSent flag is redrawn at random, so the policy cannot read the "
+        "start of a session from the types not sent yet (docs/learning.md)",
+    ),
     "resendValueWeight": Number(
         0.0,
         0,
@@ -236,6 +244,7 @@ class Config:
     device: str
     rankTimeoutSeconds: float
     valueHistoryDropout: float
+    hideNeverSent: float
     resendValueWeight: float
     typeChangeEventWeight: float
     selectionFraction: float

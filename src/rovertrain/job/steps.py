@@ -69,6 +69,7 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
         augment=config.augment,
         bf16=uses_bf16(config.precision, device_type),
         value_history_dropout=config.valueHistoryDropout,
+        hide_never_sent=config.hideNeverSent,
         augment_colour=config.augmentColour,
         augment_shift=config.augmentShiftPixels,
     )

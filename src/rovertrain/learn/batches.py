@@ -11,7 +11,7 @@ from rovertrain.data.command_schema import SLOTS, VALUES
 from rovertrain.data.dataset import WindowSet
 from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.learn.metrics import command_changes, motion_type_changes
-from rovertrain.runtime.state import last_values_of, recency_of
+from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, last_values_of, recency_of
 
 
 @dataclass
@@ -137,4 +137,36 @@ def drop_value_history(
     dropped = dropped[share].to(states.device)
     per_slot = states.view(count, SLOTS, STATE_FEATURES_PER_SLOT).clone()
     per_slot[dropped, :, :VALUES] = 0.0
+    return per_slot.view(count, SLOTS * STATE_FEATURES_PER_SLOT)
+
+
+def hide_never_sent(
+    states: torch.Tensor,
+    probability: float,
+    generator: torch.Generator,
+    share: slice = slice(None),
+    drawn: int | None = None,
+) -> torch.Tensor:
+    """Train-only: for each command type silent for 10 s or more, with `probability` its
+    `neverSent` feature is redrawn at random (a type shown as never sent also shows no last
+    values, as the state vector encodes it).
+
+    In recordings a type never sent marks the start of a session, before anything happened;
+    a policy that learns so stops less once it drives itself without ever sending that type
+    (a warehouse model that never honked stopped for 5 of 14 obstacles, docs/learning.md).
+    Redrawn, the flag says nothing about what comes next, and long silence looks the same
+    whether or not the type was ever sent. Draws like `augment`: for all `drawn` examples."""
+    if probability <= 0:
+        return states
+    count = states.shape[0]
+    total = count if drawn is None else drawn
+    redraw = (torch.rand(total, SLOTS, generator=generator) < probability)[share]
+    never = (torch.rand(total, SLOTS, generator=generator) < 0.5)[share]
+    redraw, never = redraw.to(states.device), never.to(states.device)
+    per_slot = states.view(count, SLOTS, STATE_FEATURES_PER_SLOT).clone()
+    redrawn = redraw & (per_slot[:, :, LONG_RAMP] >= 1.0)
+    per_slot[:, :, NEVER_SENT] = torch.where(
+        redrawn, never.to(per_slot.dtype), per_slot[:, :, NEVER_SENT]
+    )
+    per_slot[:, :, :VALUES] = per_slot[:, :, :VALUES].masked_fill((redrawn & never)[..., None], 0.0)
     return per_slot.view(count, SLOTS * STATE_FEATURES_PER_SLOT)

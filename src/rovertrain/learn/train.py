@@ -14,7 +14,7 @@ import torch
 
 from rovertrain.data.dataset import WindowSet
 from rovertrain.errors import ErrorCode, RovertrainError
-from rovertrain.learn.batches import augment, batch_tensors, drop_value_history
+from rovertrain.learn.batches import augment, batch_tensors, drop_value_history, hide_never_sent
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy
 
@@ -85,6 +85,7 @@ class Hyperparameters:
     augment: bool
     bf16: bool
     value_history_dropout: float = 0.0
+    hide_never_sent: float = 0.0
     augment_colour: float = 0.0
     augment_shift: int = 0
 
@@ -203,6 +204,7 @@ def train(
             states = drop_value_history(
                 batch.states, hyper.value_history_dropout, generator, share, len(chosen)
             )
+            states = hide_never_sent(states, hyper.hide_never_sent, generator, share, len(chosen))
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=hyper.bf16):
                 logits, predictions = model(images, states)

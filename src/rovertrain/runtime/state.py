@@ -27,6 +27,10 @@ from rovertrain.data.observation import (
 )
 
 _BIN_INDEX = np.arange(STATE_BINS, dtype=np.float64)
+NEVER_SENT = VALUES
+"""Per-slot index of the `neverSent` feature."""
+LONG_RAMP = VALUES + 2
+"""Per-slot index of the `min(elapsed, 10 s) / 10 s` feature (1: silent for 10 s or more)."""
 
 
 def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
@@ -36,9 +40,9 @@ def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     states = np.zeros((count, SLOTS, STATE_FEATURES_PER_SLOT), dtype=np.float32)
     seen = np.isfinite(elapsed)
     states[:, :, :VALUES] = np.where(seen[:, :, None], last_values, 0.0)
-    states[:, :, 4] = (~seen).astype(np.float32)
-    states[:, :, 5] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
-    states[:, :, 6] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
+    states[:, :, NEVER_SENT] = (~seen).astype(np.float32)
+    states[:, :, NEVER_SENT + 1] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
+    states[:, :, LONG_RAMP] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
     with np.errstate(invalid="ignore"):
         bins = np.floor(elapsed / 100.0)
     states[:, :, 7:] = bins[:, :, None] == _BIN_INDEX
@@ -56,7 +60,9 @@ def recency_of(states: np.ndarray) -> np.ndarray:
     """How long ago each slot was last sent, [N, SLOTS] in [0, 1] (1: 10 s or more, or never):
     the long elapsed ramp, enough to tell which type was sent most recently."""
     per_slot = states.reshape(len(states), SLOTS, STATE_FEATURES_PER_SLOT)
-    recency: np.ndarray = np.where(per_slot[:, :, 4] > 0, np.inf, per_slot[:, :, 6])
+    recency: np.ndarray = np.where(
+        per_slot[:, :, NEVER_SENT] > 0, np.inf, per_slot[:, :, LONG_RAMP]
+    )
     return recency
 
 
