@@ -22,6 +22,7 @@ from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import label_windows
+from rovertrain.job.config import DEFAULT_STEERING_DEADBAND
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
 
@@ -323,7 +324,8 @@ def test_export_without_the_deploy_extra_says_what_to_install(tmp_path: Path) ->
 def test_decision_rules_come_from_the_command_line_then_model_json_then_the_defaults() -> None:
     from rovertrain.deploy.export import decision_rules
 
-    assert decision_rules({}) == (0.5, 0.15)  # a checkpoint from before the deadband existed
+    # A checkpoint from before the deadband existed gets today's default.
+    assert decision_rules({}) == (0.5, DEFAULT_STEERING_DEADBAND)
     assert decision_rules({"actionThreshold": 0.4, "steeringDeadband": 0.0}) == (0.4, 0.0)
     meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}
     assert decision_rules(meta, 0.6, 0.1) == (0.6, 0.1)

@@ -40,7 +40,7 @@ def test_defaults_are_documented_and_applied() -> None:
     assert job.config.threads == CONFIG_FIELDS["threads"].default
     assert job.gate.minPrecision == 0.5 and job.gate.maxNumericMse == 0.1
     assert job.seed == 0 and job.jobId is None
-    assert job.steeringDeadband == 0.15
+    assert job.steeringDeadband == 0.1
     assert load_job_text(with_(steeringDeadband=0)).steeringDeadband == 0.0
 
 

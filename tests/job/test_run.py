@@ -48,7 +48,7 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     assert meta["id"] == checkpoint.name == complete["published"]["id"]
     assert set(meta["files"]) == {"weights.safetensors"}
     assert meta["jobId"] == complete["jobId"] and meta["specification"]["version"] >= 1
-    assert meta["actionThreshold"] == 0.5 and meta["steeringDeadband"] == 0.15
+    assert meta["actionThreshold"] == 0.5 and meta["steeringDeadband"] == 0.1
     assert (synth_copy / "training" / "resume-v1.pt").exists()
     # The job's events were mirrored for late viewers.
     job_log = synth_copy / "training" / "jobs" / complete["jobId"] / "events.ndjson"

@@ -353,7 +353,7 @@ def models(root: str, current: bool) -> None:
     "--steering-deadband",
     type=click.FloatRange(0.0, 2.0),
     help="Re-send the movement command when a predicted value moves more than this from the "
-    "executed one (0: off; default: the job's steeringDeadband from model.json, else 0.15).",
+    "executed one (0: off; default: the job's steeringDeadband from model.json, else 0.1).",
 )
 def export(
     checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None
