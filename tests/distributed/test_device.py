@@ -70,7 +70,7 @@ def test_training_on_cuda_takes_the_same_steps_and_returns_a_cpu_policy() -> Non
     ranks = one_process(config)  # type: ignore[arg-type]
     assert ranks.device.type == "cuda"
     pool = learnable_windows(64)
-    hyper = Hyperparameters(0.003, 0.0, 16, 2, 1000, True, True)
+    hyper = Hyperparameters(0.003, 0.0, 16, 2, 1000, True, True, hide_never_sent=1.0)
     model = Policy()
     optimizer = build_optimizer(model, hyper)
     setup = ranks.place(model, optimizer, loss_setup(pool, initial_schema()))

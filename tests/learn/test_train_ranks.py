@@ -1,6 +1,7 @@
 """Two gloo ranks under DDP, each on its share of every batch, train the same weights as one
-process on whole batches (the batch size is global; augmentation and value-history dropout
-draws stay in step); a non-finite loss on one rank fails every rank at the same step."""
+process on whole batches (the batch size is global; augmentation, value-history dropout and
+never-sent redraws stay in step); a non-finite loss on one rank fails every rank at the same
+step."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 from windows_fixture import learnable_windows
 
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.data.command_schema import SLOTS, initial_schema
 from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
@@ -26,6 +27,7 @@ from rovertrain.learn.train import (
     build_optimizer,
     train,
 )
+from rovertrain.runtime.state import LONG_RAMP
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "distributed"))
 from gloo import join, run_ranks
@@ -66,6 +68,8 @@ def training_plan(share: BatchShare) -> TrainingPlan:
     # No numeric values: the value loss is normalised per rank by its own count of values,
     # which is the one place where two shares differ from the whole batch.
     pool.available[:] = 0
+    # Half the examples show every type silent for 10 s or more: the never-sent redraw acts.
+    pool.states.reshape(len(pool), SLOTS, -1)[::2, :, LONG_RAMP] = 1.0
     setup = loss_setup(pool, initial_schema())
     return TrainingPlan(pool, setup, HYPER, 5, 0, 0, 1e9, share)
 

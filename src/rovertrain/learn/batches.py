@@ -153,9 +153,11 @@ def hide_never_sent(
 
     In recordings a type never sent marks the start of a session, before anything happened;
     a policy that learns so stops less once it drives itself without ever sending that type
-    (a warehouse model that never honked stopped for 5 of 14 obstacles, docs/learning.md).
-    Redrawn, the flag says nothing about what comes next, and long silence looks the same
-    whether or not the type was ever sent. Draws like `augment`: for all `drawn` examples."""
+    (a warehouse model that almost never honked stopped for 5 of 14 obstacles,
+    docs/learning.md).
+    Redrawn, the flag says nothing about what comes next; for a type without values long
+    silence then looks the same whether or not it was ever sent (one with values, really never
+    sent, still shows zeros). Draws like `augment`: for all `drawn` examples."""
     if probability <= 0:
         return states
     count = states.shape[0]
