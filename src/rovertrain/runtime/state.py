@@ -27,10 +27,12 @@ from rovertrain.data.observation import (
 )
 
 _BIN_INDEX = np.arange(STATE_BINS, dtype=np.float64)
+# Per-slot feature indices, after the `lastValue` ones.
 NEVER_SENT = VALUES
-"""Per-slot index of the `neverSent` feature."""
+SHORT_RAMP = VALUES + 1
 LONG_RAMP = VALUES + 2
-"""Per-slot index of the `min(elapsed, 10 s) / 10 s` feature (1: silent for 10 s or more)."""
+"""`min(elapsed, 10 s) / 10 s`: 1 when silent for 10 s or more, or never sent."""
+FIRST_BIN = VALUES + 3
 
 
 def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
@@ -41,11 +43,11 @@ def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     seen = np.isfinite(elapsed)
     states[:, :, :VALUES] = np.where(seen[:, :, None], last_values, 0.0)
     states[:, :, NEVER_SENT] = (~seen).astype(np.float32)
-    states[:, :, NEVER_SENT + 1] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
+    states[:, :, SHORT_RAMP] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
     states[:, :, LONG_RAMP] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
     with np.errstate(invalid="ignore"):
         bins = np.floor(elapsed / 100.0)
-    states[:, :, 7:] = bins[:, :, None] == _BIN_INDEX
+    states[:, :, FIRST_BIN:] = bins[:, :, None] == _BIN_INDEX
     return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
 
 
