@@ -51,9 +51,9 @@ import numpy as np
 
 import rovertrain.data.decode as decode
 import rovertrain.data.segment_decode as segment_decode
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.decode import DecodeLimits, TickWriter, decode_to_file
 from rovertrain.data.decoder_pool import codec_threads
-from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.packet_scan import SkipPlan
 
 FPS, WIDTH, HEIGHT = 30, 640, 480

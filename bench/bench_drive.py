@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.deploy.replay import load_policy
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.runtime import RoverPolicy

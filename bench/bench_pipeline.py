@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from media import add_session, encode_video
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream

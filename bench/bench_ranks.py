@@ -87,7 +87,7 @@ def _rank(rank: int, ranks: int, port: int, out: str) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.learn.batches import augment, batch_tensors
     from rovertrain.learn.losses import loss_setup, losses
     from rovertrain.learn.policy import Policy

@@ -24,7 +24,7 @@ import av
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.deploy.export import export_checkpoint
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.runtime import RoverPolicy

@@ -11,9 +11,9 @@ import time
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.data.dataset import WindowSet
-from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import parse_job
 from rovertrain.job.steps import uses_bf16
 from rovertrain.learn.batches import augment, batch_tensors

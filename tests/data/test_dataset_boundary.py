@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from media import add_session, encode_video
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.data import dataset as dataset_module
-from rovertrain.data.command_schema import initial_schema
 from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream

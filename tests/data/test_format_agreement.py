@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from conftest import REPO
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.recording import (
     MAX_JSON_DEPTH,
     MAX_TIME_MS,
     load_recording,
     parse_command_log,
 )
-from rovertrain.errors import SkipSession
 from rovertrain.job.config import valid_identifier
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

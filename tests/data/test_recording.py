@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.recording import load_recording, parse_command_log
-from rovertrain.errors import SkipSession
 
 
 def make_session(root: Path, session_id: str = "s1", **meta) -> Path:

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.recording import (
     DROP_REASONS,
     MAX_COMMAND_LINE_BYTES,
@@ -25,7 +26,6 @@ from rovertrain.data.recording import (
     parse_command_log,
     read_command_log,
 )
-from rovertrain.errors import SkipSession
 
 SKIP_CODES = {"missing_recording", "unsafe_path", "invalid_recording", "too_large"}
 GOOD_LOG = (

@@ -13,12 +13,12 @@ import av
 import numpy as np
 import pytest
 
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data import segment_decode
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
 from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.packet_scan import scan_packets
-from rovertrain.errors import SkipSession
 
 FPS = 30
 

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.data.command_schema import SLOTS, extended, initial_schema
+from rovertrain.contracts.command_schema import SLOTS, extended, initial_schema
 from rovertrain.data.recording import Command
 from rovertrain.data.windows import (
     CATEGORY_COMMAND,

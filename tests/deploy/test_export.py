@@ -16,10 +16,10 @@ import torch
 
 from blocked_imports import BLOCKER
 from conftest import cli_env, parse_events, run_cli
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import label_windows
 from rovertrain.job.config import DEFAULT_STEERING_DEADBAND

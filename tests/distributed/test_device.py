@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from rovertrain.contracts.errors import ErrorCode, InvalidJob
 from rovertrain.distributed.world import ONE_PROCESS, World
-from rovertrain.errors import ErrorCode, InvalidJob
 from rovertrain.job.config import load_job_text
 from rovertrain.job.ranks import resolve_device
 
@@ -58,7 +58,7 @@ def test_training_on_cuda_takes_the_same_steps_and_returns_a_cpu_policy() -> Non
     sys.path.insert(0, str(Path(__file__).parents[1] / "learn"))
     from windows_fixture import learnable_windows
 
-    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.job.ranks import one_process
     from rovertrain.learn.evaluate import Scoring, evaluate
     from rovertrain.learn.losses import loss_setup

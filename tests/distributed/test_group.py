@@ -10,8 +10,8 @@ from pathlib import Path
 import torch.distributed as dist
 from gloo import join, run_ranks, write
 
-from rovertrain.distributed.agreement import STOPPED_ELSEWHERE, AgreedControl
-from rovertrain.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
+from rovertrain.job.agreement import STOPPED_ELSEWHERE, AgreedControl
 from rovertrain.job.control import JobControl
 from rovertrain.protocol.events import EventStream
 

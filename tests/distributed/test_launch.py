@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from rovertrain.distributed.launch import catches, launched_ranks, pause_forwarded
+from rovertrain.job.launch import catches, launched_ranks, pause_forwarded
 
 # A rank that handles the pause signals as JobControl does (a line per signal on stdout).
 RANK = """
@@ -62,8 +62,8 @@ def test_every_rank_reads_the_job_it_was_given() -> None:
     """job_document: what each rank parses is the job the launcher read, field for field."""
     import json
 
-    from rovertrain.distributed.launch import job_document
     from rovertrain.job.config import load_job_text
+    from rovertrain.job.launch import job_document
 
     text = json.dumps({
         "root": "/data", "actionThreshold": 0.4, "steeringDeadband": 0.05, "seed": 3,

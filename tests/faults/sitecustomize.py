@@ -50,7 +50,7 @@ TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "training_step": ("rovertrain.job.control:JobControl.safe_point", ("stuckSeconds",)),
     "phase_entered": ("rovertrain.job.control:JobControl.enter", ("slowPhaseSeconds",)),
     "training_loss": ("rovertrain.learn.losses:losses", ("nanLossOnRank",)),
-    "rank_step": ("rovertrain.distributed.agreement:AgreedControl.safe_point", ("stuckOnRank",)),
+    "rank_step": ("rovertrain.job.agreement:AgreedControl.safe_point", ("stuckOnRank",)),
 }
 
 Wrapper = Callable[[Callable[..., Any], dict[str, Any]], Callable[..., Any]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.importers.actionmap import DEFAULT_MAP, parse_action_map, parse_episodes
 
 NAMES = ["x.vel", "y.vel", "theta.vel"]

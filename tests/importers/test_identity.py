@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rovertrain.identifiers import valid_identifier
+from rovertrain.contracts.identifiers import valid_identifier
 from rovertrain.importers.identity import derive_session_id, slug
 
 

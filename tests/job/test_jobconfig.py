@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.errors import InvalidJob
+from rovertrain.contracts.errors import InvalidJob
 from rovertrain.job.config import CONFIG_FIELDS, load_job_text, parse_job
 from rovertrain.job.schema import job_schema
 

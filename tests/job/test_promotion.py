@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import Result
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.job.publication import publish
 from rovertrain.learn.policy import Policy
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import torch
 
-from rovertrain.data.command_schema import SLOTS
-from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.job.state import TrainingState
 from rovertrain.job.steps import optimizer_settings, restore_policy
 from rovertrain.learn.train import Hyperparameters

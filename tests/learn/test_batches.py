@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.observation import (
+    OBS_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STATE_FEATURES_PER_SLOT,
+)
 from rovertrain.data.dataset import WindowSet
-from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.learn.batches import batch_tensors, drop_value_history
 from rovertrain.learn.losses import loss_setup, losses, selection_setup
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from windows_fixture import learnable_windows
 
-from rovertrain.data.command_schema import initial_schema
-from rovertrain.data.observation import BLIND_GREY
+from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.learn.batches import batch_tensors
 from rovertrain.learn.evaluate import Scoring, blind_score, evaluate, held_out_curve, predict
 from rovertrain.learn.losses import loss_setup, losses

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.learn.metrics import (
     command_changes,
     event_metrics,

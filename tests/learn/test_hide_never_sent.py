@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import SLOTS, VALUES
-from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.learn.batches import hide_never_sent
 from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, encode_states
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from windows_fixture import learnable_windows
 
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.learn.averaging import WeightAverage, warmed_decay
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.patience import Patience

@@ -8,8 +8,8 @@ import pytest
 import torch
 from windows_fixture import learnable_windows
 
-from rovertrain.data.command_schema import initial_schema
-from rovertrain.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
 from rovertrain.learn.train import (

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from windows_fixture import learnable_windows
 
-from rovertrain.data.command_schema import SLOTS, initial_schema
-from rovertrain.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.command_schema import SLOTS, initial_schema
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
 from rovertrain.learn.train import (

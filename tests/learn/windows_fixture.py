@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS, VALUES
+from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.observation import (
+    OBS_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STATE_FEATURES_PER_SLOT,
+)
 from rovertrain.data.dataset import WindowSet
-from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 
 
 def learnable_windows(count: int, seed: int = 0) -> WindowSet:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import check_model_manifest, parse_events
+from rovertrain.job.resume import load_resume, resume_path
 from rovertrain.store.catalogue import verify_checkpoint
-from rovertrain.store.resume import load_resume, resume_path
 
 
 def check_stream(stdout: bytes, run: bool = True) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import cli_env, write_job
 from reliability.invariants import check_files, check_no_orphans, check_stream, snapshot
-from rovertrain.store.resume import load_resume, resume_path
+from rovertrain.job.resume import load_resume, resume_path
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,

@@ -135,7 +135,7 @@ def test_interrupted_jobs_lose_no_steps(synth_copy: Path) -> None:
         # Every step this job reported before the stop is kept, and the count only grows.
         assert events[-1]["steps"] >= reported > total
         total = events[-1]["steps"]
-    from rovertrain.store.resume import load_resume
+    from rovertrain.job.resume import load_resume
 
     assert load_resume(synth_copy)["steps"] == total
 

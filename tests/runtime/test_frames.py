@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
 from rovertrain.runtime.frames import axis_plan, prepare_frame
 
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blocked_imports import BLOCKER
-from rovertrain.data.command_schema import initial_schema
-from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Command
 from rovertrain.data.windows import label_windows
 from rovertrain.runtime.frames import prepare_frame

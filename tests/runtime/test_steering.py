@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rovertrain.data.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.runtime.policy import RoverPolicy, steering_type
 
 SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]

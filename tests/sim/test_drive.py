@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rovertrain.data.command_schema import initial_schema
+from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
 

@@ -63,7 +63,7 @@ def test_a_missing_or_altered_target_is_reported_never_followed(cli, tmp_path: P
 def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.job.publication import publish
 
     def candidate(promote: bool) -> SimpleNamespace:

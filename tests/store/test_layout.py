@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rovertrain.job.resume import resume_path
 from rovertrain.learn.policy import VERSION
 from rovertrain.protocol.eventlog import keep_previous_log
 from rovertrain.store.durable import JobLock
 from rovertrain.store.layout import JobDir, Layout, is_staging
-from rovertrain.store.resume import resume_path
 
 
 def test_every_path_of_the_tree() -> None:

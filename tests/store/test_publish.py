@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.job.resume import load_resume, resume_path, save_resume
 from rovertrain.store.catalogue import catalogue
 from rovertrain.store.publish import publish_checkpoint, remove_stale_staging
-from rovertrain.store.resume import load_resume, resume_path, save_resume
 
 STATE = {"layer.weight": torch.ones(3, 2), "layer.bias": torch.zeros(3)}
 

@@ -7,7 +7,7 @@ import platform
 from typing import Any
 
 from rovertrain import __version__
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
 
 
 def self_test() -> dict[str, Any]:
@@ -66,7 +66,7 @@ def check_dependencies() -> dict[str, Any]:
     import av
 
     versions["ffmpeg"] = {name: ".".join(map(str, v)) for name, v in av.library_versions.items()}
-    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.learn.policy import parameter_count, specification
 
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rovertrain.errors import RovertrainError
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
@@ -14,12 +14,12 @@ from rovertrain.store.layout import Layout
 def inspect_root(
     root_text: str, session_ids: tuple[str, ...], threads: int, stream: EventStream
 ) -> int:
-    from rovertrain.cli.console import console_line
-    from rovertrain.data.command_schema import initial_schema
+    from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
     from rovertrain.data.partition import processing_order
     from rovertrain.data.recording import list_sessions
     from rovertrain.job.preflight import job_sessions
+    from rovertrain.protocol.console import console_line
 
     root = Path(root_text).resolve()
     recordings = Layout(root).recordings

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rovertrain import __version__
-from rovertrain.errors import ErrorCode, RovertrainError
-from rovertrain.exitcodes import ExitCode, exit_code_for_error
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 
 WORLD_NAMES = ("road", "warehouse")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
@@ -70,7 +70,7 @@ def require_linux() -> None:
 def _emit_error(stream: EventStream, fields: dict[str, Any], code: ExitCode) -> int:
     if not stream.terminal_written:
         stream.emit("error", **fields)
-    from rovertrain.cli.console import console_line
+    from rovertrain.protocol.console import console_line
 
     line = f"error: {fields['message']}"
     if stream.fd is None:
@@ -114,9 +114,9 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
     world = world_from_env(os.environ)
 
     def body(stream: EventStream) -> int:
-        from rovertrain.cli.console import stderr_is_terminal
         from rovertrain.job.config import load_job_file
         from rovertrain.job.run import run_job
+        from rovertrain.protocol.console import stderr_is_terminal
 
         job = load_job_file(job_path)
         if nproc > 1:
@@ -124,7 +124,7 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
                 raise RovertrainError(
                     ErrorCode.USAGE, "--nproc cannot be used by a rank of a launched job."
                 )
-            from rovertrain.distributed.launch import launch_local
+            from rovertrain.job.launch import launch_local
 
             return launch_local(job, nproc, stream, progress)
         watchers = []
@@ -271,9 +271,9 @@ def import_donkey(
     def body(stream: EventStream) -> int:
         from pathlib import Path
 
-        from rovertrain.cli.console import stderr_is_terminal
         from rovertrain.importers.donkey import DonkeyOptions, import_tubs
         from rovertrain.importers.report import ImportRun, Progress
+        from rovertrain.protocol.console import stderr_is_terminal
 
         show = stderr_is_terminal() if progress is None else progress
         run = ImportRun(stream, Progress(show), dry_run)
@@ -311,9 +311,9 @@ def import_lerobot(
     def body(stream: EventStream) -> int:
         from pathlib import Path
 
-        from rovertrain.cli.console import stderr_is_terminal
         from rovertrain.importers.lerobot import LerobotOptions, import_dataset
         from rovertrain.importers.report import ImportRun, Progress
+        from rovertrain.protocol.console import stderr_is_terminal
 
         show = stderr_is_terminal() if progress is None else progress
         run = ImportRun(stream, Progress(show), dry_run)
@@ -361,8 +361,8 @@ def export(
     """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
 
     def body(stream: EventStream) -> int:
-        from rovertrain.cli.console import console_line
         from rovertrain.deploy.export import export_checkpoint
+        from rovertrain.protocol.console import console_line
 
         exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
         stream.emit("exported", **exported)
@@ -401,8 +401,8 @@ def replay(
     folder or a checkpoint folder)."""
 
     def body(stream: EventStream) -> int:
-        from rovertrain.cli.console import stderr_is_terminal
         from rovertrain.deploy.replay import replay_session
+        from rovertrain.protocol.console import stderr_is_terminal
 
         show = stderr_is_terminal() if progress is None else progress
         return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)

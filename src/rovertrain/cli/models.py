@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rovertrain.cli.console import console_line
-from rovertrain.errors import RovertrainError
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.protocol.console import console_line
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.catalogue import ModelRecord, catalogue
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rovertrain.cli.console import console_line
 from rovertrain.cli.summary import summarise
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.protocol.console import console_line
 from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.durable import replacing
 from rovertrain.store.layout import JobDir

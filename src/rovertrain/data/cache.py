@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from rovertrain.contracts.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
-from rovertrain.data.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.recording import Recording
 from rovertrain.store.durable import replacing
 from rovertrain.store.layout import Layout

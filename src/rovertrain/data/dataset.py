@@ -16,18 +16,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rovertrain.data import cache
-from rovertrain.data.cache import CachedFrames
-from rovertrain.data.command_schema import SLOTS, VALUES, Schema, extended
-from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
-from rovertrain.data.decoder_pool import DecoderPool
-from rovertrain.data.observation import (
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, extended
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.observation import (
     OBS_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
     STALE_FRAME_MS,
     STATE_FEATURES_PER_SLOT,
 )
+from rovertrain.data import cache
+from rovertrain.data.cache import CachedFrames
+from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
+from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.partition import Partition, is_held_out, partition_of
 from rovertrain.data.recording import Recording, load_recording, read_command_log
 from rovertrain.data.sampling import (
@@ -39,7 +40,6 @@ from rovertrain.data.sampling import (
     split_tail,
 )
 from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
-from rovertrain.errors import SkipSession
 from rovertrain.job.config import Config
 from rovertrain.protocol.events import EventStream
 

@@ -19,11 +19,17 @@ import av
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.observation import (
+    OBS_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STALE_FRAME_MS,
+    TICK_MS,
+)
 from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
-from rovertrain.errors import SkipSession
 from rovertrain.runtime.frames import prepare_frame
 
 # 2: H.264 pictures nothing references and no tick shows are not decoded (`packet_scan`).

@@ -26,8 +26,8 @@ def main(request: DecodeRequest, conn: Connection) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.nice(request.nice)
+    from rovertrain.contracts.errors import SkipSession
     from rovertrain.data.decode import decode_to_file
-    from rovertrain.errors import SkipSession
     from rovertrain.store.durable import replacing
 
     frames_path = request.frames_path

@@ -11,20 +11,18 @@ documented in docs/recording-format.md and agree with schemas/{session,command}.
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
-import re
 import stat
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
-from rovertrain.data.command_schema import ROLES
-from rovertrain.errors import SkipSession
-from rovertrain.identifiers import IDENTIFIER, valid_identifier
+from rovertrain.contracts.command_schema import ROLES
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.identifiers import IDENTIFIER, valid_identifier
+from rovertrain.contracts.strict_json import MAX_JSON_DEPTH, BadJson, parse_json, show
 
 FORMAT = "rovertrain-recording/1"
 FILE_NAME = IDENTIFIER
@@ -36,8 +34,6 @@ MAX_COMMAND_LINE_BYTES = 64 << 10
 """Longest command-log line, newline excluded (longer: dropped, `too_long`)."""
 MAX_COMMANDS = 2_000_000
 """Most non-blank command-log lines (more: skipped, `too_large`)."""
-MAX_JSON_DEPTH = 32
-"""Deepest nesting of arrays and objects in session.json or a command line (top level is 1)."""
 MAX_TIME_MS = 2**53 - 1
 """Largest |t| of a command: the integers a double holds exactly."""
 MAX_NAME_CHARS = 64
@@ -48,9 +44,7 @@ MAX_VALUES = 32
 """Most values on one command."""
 MAX_OFFSET_MS = 60_000
 BACKWARDS_TOLERANCE_MS = 1000.0
-_LARGEST_DOUBLE = sys.float_info.max
 _CHUNK_BYTES = 1 << 20
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 DROP_REASONS = (
     "too_long",
@@ -113,94 +107,6 @@ class Recording:
     command_roles: Mapping[str, str]
 
 
-class BadJson(Exception):
-    """A JSON text that breaks a rule of the format; `reason` is one of DROP_REASONS."""
-
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
-
-
-def _reject_constant(name: str) -> Any:
-    raise BadJson("invalid_json", f"{name} is not valid JSON")
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise BadJson("number_out_of_range", f"number {text[:40]} is beyond a double's range")
-    return value
-
-
-def _parse_int(text: str) -> int:
-    # 309 digits reach past 1.8e308; checking the length first keeps int() cheap.
-    if len(text) > 310 or abs(value := int(text)) > _LARGEST_DOUBLE:
-        raise BadJson("number_out_of_range", f"number {text[:40]}… is beyond a double's range")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise BadJson("duplicate_key", f"duplicate key {_show(key)}")
-            seen.add(key)
-    return result
-
-
-def _check_tree(value: Any, max_depth: int, strings: bool) -> None:
-    """Refuse nesting deeper than `max_depth` and (if `strings`) unpaired surrogates."""
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth > max_depth:
-                raise BadJson("too_deep", f"nested deeper than {max_depth} levels")
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
-            if strings and isinstance(item, dict):
-                pending.extend((key, depth) for key in item)
-        elif strings and isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise BadJson("invalid_unicode", "a string holds an unpaired surrogate") from None
-
-
-_DECODER = json.JSONDecoder(
-    parse_constant=_reject_constant,
-    parse_float=_parse_float,
-    parse_int=_parse_int,
-    object_pairs_hook=_unique_keys,
-)
-
-
-def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse one JSON text by the format's rules; raise BadJson (with a reason) otherwise.
-
-    Beyond RFC 8259: no NaN/Infinity, every number within a double's range, no duplicate keys,
-    no unpaired surrogate escapes, arrays and objects nested at most `max_depth` deep.
-    """
-    try:
-        value = _DECODER.decode(text)
-    except RecursionError:
-        raise BadJson("too_deep", f"nested deeper than {max_depth} levels") from None
-    except ValueError as error:
-        raise BadJson("invalid_json", f"not valid JSON ({str(error)[:120]})") from None
-    deep = text.count("[") + text.count("{") > max_depth
-    strings = "\\u" in text and bool(_SURROGATE_ESCAPE.search(text))
-    if deep or strings:
-        _check_tree(value, max_depth, strings)
-    return value
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
     try:
         return os.lstat(path)
@@ -243,7 +149,7 @@ def regular_file(directory: Path, name: Any, what: str) -> Path:
     if not isinstance(name, str):
         raise SkipSession("invalid_recording", f"session.json: the {what} file name is missing")
     if not FILE_NAME.fullmatch(name) or name in {".", ".."}:
-        raise SkipSession("unsafe_path", f"{what} file name {_show(name)} is not a plain file name")
+        raise SkipSession("unsafe_path", f"{what} file name {show(name)} is not a plain file name")
     path = directory / name
     info = _lstat(path, SkipSession("invalid_recording", f"{what} file {name} is missing"))
     if stat.S_ISLNK(info.st_mode):
@@ -319,10 +225,10 @@ def load_recording(
         return SkipSession("invalid_recording", f"session.json: {message}")
 
     if meta.get("format") != FORMAT:
-        raise bad(f"format must be {FORMAT!r}, got {_show(meta.get('format'))}")
+        raise bad(f"format must be {FORMAT!r}, got {show(meta.get('format'))}")
     if meta.get("sessionId") != session_id:
         raise bad(
-            f"sessionId {_show(meta.get('sessionId'))} does not match the folder {session_id!r}"
+            f"sessionId {show(meta.get('sessionId'))} does not match the folder {session_id!r}"
         )
     rover = meta.get("roverId")
     if not _text(rover, 1):
@@ -393,14 +299,6 @@ def command_from_line(
         except UnicodeDecodeError:
             raise BadJson("invalid_utf8", "line is not UTF-8") from None
     return command_from_json(parse_json(line, max_depth))
-
-
-def parse_command_line(line: str) -> Command | None:
-    """One command, or None when the line is not a valid command."""
-    try:
-        return command_from_line(line)
-    except BadJson:
-        return None
 
 
 def _blank(line: bytes) -> bool:

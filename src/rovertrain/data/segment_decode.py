@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.decode import FrameClock, TickWriter, frame_rotation, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.packet_scan import PacketScan, SkipPlan
 from rovertrain.data.segments import Segment, plan_segments
-from rovertrain.errors import SkipSession
 
 # Codecs whose keyframes are tested to restart decoding exactly
 # (tests/data/test_segment_decode.py).

@@ -19,7 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from rovertrain.data.observation import TICK_MS
+from rovertrain.contracts.observation import TICK_MS
 
 MARGIN_MS = 0.001
 

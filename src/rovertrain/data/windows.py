@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS, VALUES, Schema, is_stop
-from rovertrain.data.observation import STATE_FEATURES_PER_SLOT, TICK_MS
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, is_stop
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.recording import Command
 from rovertrain.runtime.state import encode_states, last_before, value_row
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rovertrain.errors import ErrorCode, RovertrainError
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
 from rovertrain.sim.rollout import BASELINES, FrameSink, RolloutMetrics, Trace, closed_loop_report
 from rovertrain.sim.worlds import WORLDS
@@ -31,8 +31,8 @@ def drive_policy(
     baselines: bool,
     stream: EventStream,
 ) -> int:
-    from rovertrain.cli.console import console_line
     from rovertrain.deploy.replay import load_policy
+    from rovertrain.protocol.console import console_line
 
     started = time.monotonic()
     if world not in WORLDS:

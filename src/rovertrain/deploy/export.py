@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rovertrain import __version__
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.job.config import DEFAULT_STEERING_DEADBAND
 from rovertrain.runtime.policy import (
     FORMAT,
@@ -115,8 +115,8 @@ def export_onnx(model: Any) -> bytes:
     """The whole Policy as ONNX: uint8 images and float32 states in, logits and values out."""
     import torch
 
-    from rovertrain.data.command_schema import SLOTS
-    from rovertrain.data.observation import (
+    from rovertrain.contracts.command_schema import SLOTS
+    from rovertrain.contracts.observation import (
         OBS_CHANNELS,
         OBS_HEIGHT,
         OBS_WIDTH,

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import av
 import numpy as np
 
-from rovertrain.data.command_schema import Schema
-from rovertrain.data.observation import TICK_MS
+from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.observation import TICK_MS
 
 if TYPE_CHECKING:
     from rovertrain.deploy.replay import HumanLabels
@@ -128,7 +128,7 @@ def draw_timeline(
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as error:
-        from rovertrain.errors import RovertrainError
+        from rovertrain.contracts.errors import RovertrainError
 
         raise RovertrainError(
             "missing_dependency",

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS, VALUES, Schema, validate_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, validate_schema
+from rovertrain.contracts.errors import RovertrainError, SkipSession
+from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.contracts.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import Labels, label_windows
-from rovertrain.errors import RovertrainError, SkipSession
-from rovertrain.exitcodes import ExitCode
 from rovertrain.learn.metrics import event_metrics
 from rovertrain.protocol.events import EventStream
 from rovertrain.runtime.policy import MANIFEST_FILE, PolicyFileError, RoverPolicy

@@ -20,9 +20,9 @@ import av
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
+from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.decode import FrameClock, frame_rotation, open_checked, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.observation import TICK_MS
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS
-from rovertrain.data.observation import (
+from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.observation import (
     OBS_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
@@ -85,8 +85,8 @@ def held_out_windows(
     still matches their recording are used, and any session that cannot be read is passed
     over (the recordings may be gone): the caller fills up with synthetic windows.
     """
+    from rovertrain.contracts.observation import STALE_FRAME_MS
     from rovertrain.data import cache
-    from rovertrain.data.observation import STALE_FRAME_MS
     from rovertrain.data.partition import is_held_out
     from rovertrain.data.recording import load_recording, read_command_log
     from rovertrain.data.windows import label_windows

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.distributed.world import World
-from rovertrain.errors import ErrorCode, RovertrainError
 
 T = TypeVar("T")
 

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.data.recording import MAX_NAME_CHARS, MAX_VALUES
-from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.importers.commands import DRIVE
 
 MAX_EPISODE_RANGE = 1_000_000

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.identifiers import valid_identifier
 from rovertrain.data.recording import Command, open_regular, read_small
-from rovertrain.errors import SkipSession
-from rovertrain.identifiers import valid_identifier
 from rovertrain.importers.commands import (
     CommandRules,
     ControlSample,

@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from rovertrain.data.recording import BadJson, parse_json
+from rovertrain.contracts.strict_json import BadJson, parse_json
 
 IMAGE_KEY = "cam/image_array"
 ANGLE_KEY = "user/angle"

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 
-from rovertrain.identifiers import valid_identifier
+from rovertrain.contracts.identifiers import valid_identifier
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 DIGEST_CHARS = 12

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rovertrain.data.recording import BadJson, parse_json, read_small
-from rovertrain.errors import ErrorCode, RovertrainError, SkipSession
+from rovertrain.contracts.errors import ErrorCode, RovertrainError, SkipSession
+from rovertrain.contracts.strict_json import BadJson, parse_json
+from rovertrain.data.recording import read_small
 from rovertrain.importers.actionmap import DEFAULT_MAP, ActionMap, parse_action_map, parse_episodes
 from rovertrain.importers.commands import (
     STOP,

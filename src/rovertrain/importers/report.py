@@ -85,7 +85,7 @@ class ImportRun:
         self.frames = 0
 
     def imported(self, item: Imported) -> None:
-        from rovertrain.cli.console import console_line
+        from rovertrain.protocol.console import console_line
 
         self.progress.done()
         self.accepted.append(item.session_id)
@@ -115,7 +115,7 @@ class ImportRun:
         )
 
     def skipped(self, item: Rejected) -> None:
-        from rovertrain.cli.console import console_line
+        from rovertrain.protocol.console import console_line
 
         self.progress.done()
         self.rejected[item.session_id] = f"{item.code}: {item.reason}"

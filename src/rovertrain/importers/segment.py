@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.recording import MAX_OFFSET_MS, open_regular
-from rovertrain.errors import SkipSession
 
 
 @dataclass(frozen=True)

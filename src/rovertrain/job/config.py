@@ -8,13 +8,13 @@ Nothing here touches the disk except reading the job text itself.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rovertrain.errors import InvalidJob
-from rovertrain.identifiers import IDENTIFIER, valid_identifier
+from rovertrain.contracts.errors import InvalidJob
+from rovertrain.contracts.identifiers import IDENTIFIER, valid_identifier
+from rovertrain.contracts.strict_json import BadJson, parse_json
 
 MAX_SECONDS = 7 * 24 * 3600
 
@@ -288,40 +288,10 @@ class Job:
     steeringDeadband: float = DEFAULT_STEERING_DEADBAND
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def loads_strict(text: str) -> Any:
-    """Parse JSON rejecting NaN/Infinity literals, out-of-range numbers and duplicate keys."""
-    return json.loads(
-        text,
-        parse_constant=_reject_constant,
-        parse_float=_finite_float,
-        object_pairs_hook=_unique_keys,
-    )
-
-
 def load_job_text(text: str) -> Job:
     try:
-        document = loads_strict(text)
-    except (ValueError, RecursionError) as error:
+        document = parse_json(text)
+    except BadJson as error:
         raise InvalidJob("", f"not valid job JSON ({error})") from None
     return parse_job(document)
 

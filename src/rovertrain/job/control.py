@@ -19,8 +19,8 @@ from collections.abc import Callable
 from enum import StrEnum
 from types import FrameType, TracebackType
 
-from rovertrain.errors import ErrorCode
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import ErrorCode
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import Schema
+from rovertrain.contracts.command_schema import Schema
 from rovertrain.data.dataset import Dataset
 from rovertrain.learn.policy import specification
 from rovertrain.learn.train import TrainResult

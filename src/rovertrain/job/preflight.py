@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.data.recording import list_sessions, session_directory
-from rovertrain.errors import RovertrainError, SkipSession
 from rovertrain.job.config import Job
 from rovertrain.store.layout import Layout
 

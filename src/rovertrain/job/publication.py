@@ -14,12 +14,12 @@ from rovertrain.data.dataset import Dataset
 from rovertrain.gate import PublicationDecision
 from rovertrain.job.config import Job
 from rovertrain.job.evaluation import GateEvaluation
+from rovertrain.job.resume import save_resume
 from rovertrain.job.state import TrainingState
 from rovertrain.learn.policy import Policy, parameter_count, specification
 from rovertrain.store.current import write_current
 from rovertrain.store.layout import Layout
 from rovertrain.store.publish import new_identity, publish_checkpoint
-from rovertrain.store.resume import save_resume
 
 
 @dataclass(frozen=True)

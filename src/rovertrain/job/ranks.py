@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rovertrain.contracts.errors import ErrorCode, InvalidJob, RovertrainError
 from rovertrain.distributed.shard import batch_share, shard_sessions
 from rovertrain.distributed.world import ONE_PROCESS, World, world_from_env
-from rovertrain.errors import ErrorCode, InvalidJob, RovertrainError
 from rovertrain.job.config import Config, Job
 from rovertrain.job.control import JobControl
 from rovertrain.protocol.events import EventStream
@@ -159,7 +159,7 @@ class Ranks:
         if self.group is None:
             return request
         from rovertrain.data.dataset import DecodedByRanks, decode_into_cache, uncached_sessions
-        from rovertrain.distributed.agreement import DecodeAgreement
+        from rovertrain.job.agreement import DecodeAgreement
 
         pending = uncached_sessions(request) if self.leads else []
         shards = self.group.from_leader(shard_sessions(pending, self.size))
@@ -243,7 +243,7 @@ class Ranks:
     def agreed(self, control: JobControl) -> TrainingControl:
         if self.group is None:
             return control
-        from rovertrain.distributed.agreement import AgreedControl
+        from rovertrain.job.agreement import AgreedControl
 
         return AgreedControl(control, self.group)
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl, Phase
 from rovertrain.job.preflight import check_root_usable, job_sessions, with_sessions
@@ -88,12 +88,12 @@ def run_steps(
     from rovertrain.job import evaluation as ev
     from rovertrain.job.diagnostics import JobDiagnostics
     from rovertrain.job.publication import Candidate, carry_over, publish
+    from rovertrain.job.resume import load_resume
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.evaluate import evaluate
     from rovertrain.learn.losses import loss_setup, selection_setup
     from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
-    from rovertrain.store.resume import load_resume
 
     config = job.config
     diagnostics = JobDiagnostics()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rovertrain.identifiers import IDENTIFIER
+from rovertrain.contracts.identifiers import IDENTIFIER
 from rovertrain.job.config import (
     CHOICES,
     CONFIG_FIELDS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rovertrain.data.command_schema import Schema, initial_schema
+from rovertrain.contracts.command_schema import Schema, initial_schema
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rovertrain.errors import ErrorCode, RovertrainError
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.job.config import Config
 from rovertrain.job.control import JobControl
 from rovertrain.protocol.events import EventStream

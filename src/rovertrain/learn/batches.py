@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import SLOTS, VALUES
+from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.data.dataset import WindowSet
-from rovertrain.data.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.learn.metrics import command_changes, motion_type_changes
 from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, last_values_of, recency_of
 

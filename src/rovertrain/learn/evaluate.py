@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rovertrain.data.command_schema import SLOTS, VALUES, Schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
+from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.data.dataset import WindowSet
-from rovertrain.data.observation import BLIND_GREY
 from rovertrain.learn.batches import batch_tensors
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.metrics import EventMetrics, event_metrics

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rovertrain.data.command_schema import SLOTS, Schema
+from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.data.dataset import WindowSet
 from rovertrain.learn.batches import Batch
 

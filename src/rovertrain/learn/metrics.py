@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import Schema
+from rovertrain.contracts.command_schema import Schema
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from rovertrain.data.command_schema import SLOTS, VALUES, Schema
-from rovertrain.data.observation import (
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
+from rovertrain.contracts.observation import (
     OBS_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,

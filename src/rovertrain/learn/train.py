@@ -12,8 +12,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.data.dataset import WindowSet
-from rovertrain.errors import ErrorCode, RovertrainError
 from rovertrain.learn.batches import augment, batch_tensors, drop_value_history, hide_never_sent
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from rovertrain.errors import RovertrainError
-from rovertrain.exitcodes import ExitCode
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import TERMINAL_KINDS
 from rovertrain.store.layout import JobDir
 

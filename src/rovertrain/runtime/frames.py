@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rovertrain.data.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS
-from rovertrain.data.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 

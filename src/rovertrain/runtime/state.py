@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.data.command_schema import SLOTS, VALUES
-from rovertrain.data.observation import (
+from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.observation import (
     STATE_BINS,
     STATE_FEATURES_PER_SLOT,
     STATE_LONG_MS,

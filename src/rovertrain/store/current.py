@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rovertrain.identifiers import valid_identifier
+from rovertrain.contracts.identifiers import valid_identifier
 from rovertrain.store.catalogue import verify_checkpoint
 from rovertrain.store.durable import atomic_replace
 from rovertrain.store.layout import METADATA_FILE, Layout

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.store.layout import Layout
 
 RENAME_NOREPLACE = 1

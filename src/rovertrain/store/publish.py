@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.store.durable import disk_error, fsync_directory, rename_no_replace, write_durably
 from rovertrain.store.layout import METADATA_FILE, WEIGHTS_FILE, Layout, is_staging
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rovertrain.errors import ErrorCode
-from rovertrain.exitcodes import ExitCode, exit_code_for_error
+from rovertrain.contracts.errors import ErrorCode
+from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.job.config import Job
 from rovertrain.job.startup import new_job_id
 from rovertrain.protocol.events import TERMINAL_KINDS, EventStream
@@ -124,7 +124,7 @@ def pause_forwarded() -> Iterator[None]:
     The agent starts each rank in a session of its own, so a pause meant for the job (a
     supervisor's signal to the launcher, ^Z on a terminal) would otherwise never reach the
     ranks; and the launcher itself must not stop: it keeps watching its ranks. A rank that
-    gets SIGTSTP pauses every rank at their next agreement (distributed/agreement.py).
+    gets SIGTSTP pauses every rank at their next agreement (job/agreement.py).
     """
 
     def forward(number: int, _frame: FrameType | None) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from rovertrain.data.command_schema import validate_schema
-from rovertrain.errors import RovertrainError
+from rovertrain.contracts.command_schema import validate_schema
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.learn.policy import VERSION
 from rovertrain.store.durable import atomic_replace, disk_error
 from rovertrain.store.layout import Layout
