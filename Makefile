@@ -10,16 +10,18 @@ DEMO_ROOT ?= demo-data
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml packages/rovertrain-runtime/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,report,deploy,import,bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e packages/rovertrain-runtime \
+	  -e '.[dev,report,deploy,import,bench]'
 	touch $(STAMP)
 
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache > /dev/null || $(BIN)/lint-imports --no-cache
 
 format: install
 	$(BIN)/ruff format src tests bench

@@ -14,62 +14,64 @@ from jsonschema import Draft202012Validator
 from conftest import REPO, parse_events
 
 
-def build_wheel(tmp_path: Path) -> Path:
+def build_wheels(tmp_path: Path) -> list[Path]:
+    """`rovertrain` and `rovertrain-runtime`, built from a copy of the checkout."""
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc", "build")
     shutil.copytree(REPO / "src", source / "src", ignore=ignore)
+    shutil.copytree(REPO / "packages", source / "packages", ignore=ignore)
     dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(dist), str(source)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    (wheel,) = dist.glob("rovertrain-*.whl")
-    return wheel
+    wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    for project in (source, source / "packages" / "rovertrain-runtime"):
+        subprocess.run(
+            [*wheel, "-w", str(dist), str(project)], check=True, capture_output=True, timeout=300
+        )
+    (main,) = dist.glob("rovertrain-*.whl")
+    (runtime,) = dist.glob("rovertrain_runtime-*.whl")
+    return [main, runtime]
 
 
-def fresh_venv(tmp_path: Path, wheel: Path) -> Path:
-    """A new venv with the wheel installed; its dependencies come from this venv's packages."""
+def fresh_venv(tmp_path: Path, wheels: list[Path]) -> Path:
+    """A new venv with the wheels installed; its dependencies come from this venv's packages."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
-         str(wheel)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()
-    )  # fmt: skip
+        [*install, "-q", *map(str, wheels)], check=True, capture_output=True, timeout=300
+    )
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(python_output(python, purelib, cwd=tmp_path))
     # torch, av, numpy…: this venv's site-packages, appended after the venv's own (so the
     # installed wheel, not the checkout, provides rovertrain; .pth files there are not run).
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv
 
 
+def python_output(python: Path, code: str, cwd: Path) -> str:
+    command = [str(python), "-c", code]
+    return subprocess.run(
+        command, check=True, capture_output=True, text=True, cwd=cwd
+    ).stdout.strip()
+
+
 def run(venv: Path, *args: str) -> list[dict]:
-    completed = subprocess.run(
-        [str(venv / "bin" / "rovertrain"), *args], capture_output=True, timeout=300,
-        cwd=venv, env={"PATH": "/usr/bin:/bin", "HOME": str(venv)},
-    )  # fmt: skip
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(venv)}
+    command = [str(venv / "bin" / "rovertrain"), *args]
+    completed = subprocess.run(command, capture_output=True, timeout=300, cwd=venv, env=environment)
     assert completed.returncode == 0, completed.stderr.decode()[-2000:]
     return parse_events(completed.stdout)
 
 
 def test_installed_wheel_runs_and_ships_its_schemas(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path)
-    venv = fresh_venv(tmp_path, wheel)
-    where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import rovertrain; print(rovertrain.__file__)"],
-        check=True, capture_output=True, text=True, cwd=tmp_path,
-    ).stdout  # fmt: skip
-    assert where.startswith(str(venv)), where
+    venv = fresh_venv(tmp_path, build_wheels(tmp_path))
+    for module in ("rovertrain", "rovertrain.runtime", "rovertrain.contracts"):
+        code = f"import {module}; print({module}.__file__)"
+        where = python_output(venv / "bin" / "python", code, cwd=tmp_path)
+        assert where.startswith(str(venv)), where
     (deps,) = run(venv, "check-deps")
     assert deps["selfTest"]["passed"] is True
     root = tmp_path / "root"

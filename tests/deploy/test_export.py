@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,14 @@ import pytest
 import torch
 
 from blocked_imports import BLOCKER
-from conftest import cli_env, parse_events, run_cli
+from conftest import REPO, cli_env, parse_events, run_cli
 from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.decision import DEFAULT_STEERING_DEADBAND
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import label_windows
-from rovertrain.job.config import DEFAULT_STEERING_DEADBAND
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
 
@@ -182,7 +183,7 @@ def training_windows(root: Path, session_id: str, tmp_path: Path) -> dict[str, A
     with open(sink, "wb") as stream:
         result = decode_to_file(recording.video_path, recording.video_offset_ms, LIMITS, stream)
     frames = np.fromfile(sink, dtype=np.uint8).reshape(-1, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
-    ticks = np.asarray(result["ticks"], dtype=np.int64)
+    ticks = np.asarray(result.ticks, dtype=np.int64)
     labels = label_windows(ticks, read_command_log(recording).commands, initial_schema())
     return {"ticks": ticks, "frames": frames, "states": labels.states}
 
@@ -226,7 +227,7 @@ def test_real_videos_stream_to_the_training_frames(
         result = decode_to_file(path, 0.0, LIMITS, stream)
     frames = np.fromfile(sink, dtype=np.uint8).reshape(-1, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
     limit = min(len(frames), 100)
-    ticks = np.asarray(result["ticks"][:limit], dtype=np.int64)
+    ticks = np.asarray(result.ticks[:limit], dtype=np.int64)
     # A command stream on the video's clock, so the states are not all "never sent".
     commands = [{"t": float(t) - 37.0, "type": "drive", "values": {"speed": 0.5, "turn": -0.25}}
                 for t in ticks[::3]]  # fmt: skip
@@ -329,3 +330,116 @@ def test_decision_rules_come_from_the_command_line_then_model_json_then_the_defa
     assert decision_rules({"actionThreshold": 0.4, "steeringDeadband": 0.0}) == (0.4, 0.0)
     meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}
     assert decision_rules(meta, 0.6, 0.1) == (0.6, 0.1)
+
+
+RUNTIME_DRIVE = """
+import json, sys
+import numpy as np
+from rovertrain.runtime import RoverPolicy
+for name in ("torch", "av", "click", "rich", "safetensors"):
+    try:
+        __import__(name)
+    except ImportError:
+        continue
+    raise SystemExit(f"{name} is importable in the rover's venv")
+policy = RoverPolicy.load(sys.argv[1])
+rng = np.random.default_rng(3)
+out = []
+for tick in range(1, 21):
+    if tick % 5 == 1:
+        policy.observe_command(tick * 100 - 50, "drive", {"speed": 0.6, "turn": 0.1 * tick - 1})
+    frame = rng.integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    decision = policy.tick(frame, tick * 100)
+    out.append({"p": decision.probability, "v": decision.values, "send": decision.send})
+print(json.dumps({"ticks": out, "rovertrain": sys.modules["rovertrain.runtime"].__file__}))
+"""
+
+
+def build_runtime_wheel(tmp_path: Path) -> Path:
+    """The rover's wheel, built from a copy of the sources (nothing written to the checkout)."""
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc", "build")
+    shutil.copytree(REPO / "packages" / "rovertrain-runtime", source / "packages" / "runtime")
+    for package in ("runtime", "contracts"):
+        shutil.copytree(
+            REPO / "src" / "rovertrain" / package,
+            source / "src" / "rovertrain" / package,
+            ignore=ignore,
+        )
+    dist = tmp_path / "dist"
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    subprocess.run(
+        [*command, "-w", str(dist), str(source / "packages" / "runtime")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = dist.glob("rovertrain_runtime-*.whl")
+    return wheel
+
+
+def rover_venv(tmp_path: Path, wheel: Path) -> Path:
+    """A venv holding the wheel, numpy and onnxruntime (with what onnxruntime imports): no
+    torch, PyAV, click or rich, and not the checkout."""
+    venv = tmp_path / "rover"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps"]
+    subprocess.run([*install, "-q", str(wheel)], check=True, capture_output=True, timeout=300)
+    ours = Path(sysconfig.get_paths()["purelib"])
+    deps = tmp_path / "rover-deps"
+    deps.mkdir()
+    for name in ("numpy", "numpy.libs", "onnxruntime", "flatbuffers", "packaging", "google"):
+        if (ours / name).exists():
+            (deps / name).symlink_to(ours / name)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "rover-deps.pth").write_text(f"{deps}\n")
+    return venv
+
+
+def test_the_runtime_wheel_drives_an_exported_policy_without_torch_av_or_click(
+    exported: dict[str, Any], tmp_path: Path
+) -> None:
+    import zipfile
+
+    wheel = build_runtime_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata,) = [name for name in names if name.endswith(".dist-info/METADATA")]
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    packages = {name.split("/")[1] for name in names if name.startswith("rovertrain/")}
+    assert packages == {"runtime", "contracts"}, names
+    assert "rovertrain/__init__.py" not in names  # `rovertrain` owns it
+    assert sorted(requires) == ["numpy>=1.26", "onnxruntime>=1.20"]
+
+    venv = rover_venv(tmp_path, wheel)
+    completed = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", RUNTIME_DRIVE, str(exported["out"])],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout)
+    assert result["rovertrain"].startswith(str(venv)), result["rovertrain"]
+    # The same ticks through this checkout's runtime decide the same.
+    policy = RoverPolicy.load(exported["out"])
+    rng = np.random.default_rng(3)
+    for tick, seen in enumerate(result["ticks"], start=1):
+        if tick % 5 == 1:
+            policy.observe_command(tick * 100 - 50, "drive", {"speed": 0.6, "turn": 0.1 * tick - 1})
+        decision = policy.tick(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), tick * 100)
+        assert seen["send"] == decision.send
+        for kind, p in decision.probability.items():
+            assert abs(seen["p"][kind] - p) < 1e-6

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from blocked_imports import BLOCKER
 from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.runtime_spec import RuntimeSpec, RuntimeSpecError
 from rovertrain.data.recording import Command
 from rovertrain.data.windows import label_windows
 from rovertrain.runtime.frames import prepare_frame
@@ -130,12 +132,44 @@ def test_runtime_imports_without_torch_av_or_click() -> None:
 def test_a_policy_built_for_another_input_layout_is_refused() -> None:
     from rovertrain.runtime.policy import PolicyFileError, RoverPolicy
 
-    spec = {
+    spec: dict[str, Any] = {
         "schema": initial_schema(),
         "threshold": 0.5,
         "input": {"tickMs": 100, "state": {"size": 100}, "image": {"width": 96, "height": 72}},
     }
     with pytest.raises(PolicyFileError, match="state size"):
-        RoverPolicy(None, spec)
+        RoverPolicy(None, RuntimeSpec.from_json(spec))
     spec["input"]["state"]["size"] = 136
-    assert RoverPolicy(None, spec).types == ["stop", "drive"]
+    assert RoverPolicy(None, RuntimeSpec.from_json(spec)).types == ["stop", "drive"]
+
+
+def test_a_runtime_specification_round_trips_and_refuses_what_it_cannot_run() -> None:
+    document = {
+        "format": "rovertrain-runtime/1",
+        "version": 3,
+        "input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96, "height": 72}},
+        "slots": 8,
+        "valuesPerSlot": 4,
+        "schema": initial_schema(),
+        "threshold": 0.4,
+        "steeringDeadband": 0.1,
+    }
+    spec = RuntimeSpec.from_json(document)
+    assert (spec.threshold, spec.steering_deadband, spec.tick_ms) == (0.4, 0.1, 100)
+    assert spec.image_size == (96, 72) and spec.roles == {"stop": "stop", "drive": "movement"}
+    written = spec.to_json()
+    assert RuntimeSpec.from_json(written) == spec
+    assert written["onnx"]["inputs"]["images"]["shape"] == ["batch", 3, 72, 96]
+    assert written["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
+    old = {key: value for key, value in document.items() if key != "steeringDeadband"}
+    assert RuntimeSpec.from_json(old).steering_deadband == 0.0  # exports before steering
+    for broken, message in (
+        ({**document, "threshold": 1.5}, "threshold"),
+        ({**document, "threshold": "0.5"}, "threshold"),
+        ({**document, "schema": [{"type": 1}]}, "schema"),
+        ({**document, "input": {"tickMs": 100}}, "input.state.size"),
+        ({**document, "format": "other/1"}, "format"),
+        ([], "object"),
+    ):
+        with pytest.raises(RuntimeSpecError, match=message):
+            RuntimeSpec.from_json(broken)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
+from rovertrain.contracts.runtime_spec import RuntimeSpec
 from rovertrain.runtime.policy import RoverPolicy, steering_type
 
 SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
@@ -99,7 +100,7 @@ def policy(deadband: float | None) -> tuple[RoverPolicy, ScriptedSession]:
     if deadband is not None:
         spec["steeringDeadband"] = deadband
     session = ScriptedSession()
-    return RoverPolicy(session, spec), session
+    return RoverPolicy(session, RuntimeSpec.from_json(spec)), session
 
 
 def test_the_policy_steers_from_what_was_sent_before_the_tick() -> None:

@@ -17,34 +17,47 @@ import json
 import shutil
 import time
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rovertrain import __version__
+from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.decision import DEFAULT_STEERING_DEADBAND
 from rovertrain.contracts.errors import RovertrainError
-from rovertrain.job.config import DEFAULT_STEERING_DEADBAND
-from rovertrain.runtime.policy import (
+from rovertrain.contracts.json_types import JsonObject, JsonValue
+from rovertrain.contracts.runtime_spec import (
     FORMAT,
     IMAGE_INPUT,
     MANIFEST_FILE,
     MODEL_FILE,
+    OPSET,
     RUNTIME_FILE,
     STATE_INPUT,
+    RuntimeSpec,
+    RuntimeSpecError,
 )
 from rovertrain.store.catalogue import verify_checkpoint
 from rovertrain.store.durable import disk_error, fsync_directory, rename_no_replace, write_durably
 from rovertrain.store.layout import WEIGHTS_FILE
 
-OPSET = 18
+if TYPE_CHECKING:
+    from rovertrain.learn.policy import Policy
+
 PARITY_WINDOWS = 320
 PARITY_TOLERANCE = 1e-4
+PARITY_BATCH = 64
 HELD_OUT_WINDOWS = 1024
 DEFAULT_THRESHOLD = 0.5
 
+ModelJson = Mapping[str, JsonValue]
+"""A checkpoint's model.json, verified (store.catalogue)."""
 
-def load_checkpoint(directory: Path) -> tuple[dict[str, Any], bytes]:
+
+def load_checkpoint(directory: Path) -> tuple[ModelJson, bytes]:
     """(model.json, weights bytes), refusing a checkpoint whose files do not verify."""
     if not directory.is_dir():
         raise RovertrainError("not_found", f"No checkpoint folder at {directory}.")
@@ -52,8 +65,10 @@ def load_checkpoint(directory: Path) -> tuple[dict[str, Any], bytes]:
     weights = b""
     if not problems:
         weights = (directory / WEIGHTS_FILE).read_bytes()
-        record = meta["files"].get(WEIGHTS_FILE) or {}
-        if hashlib.sha256(weights).hexdigest() != record.get("sha256"):
+        files = meta.get("files")
+        record = files.get(WEIGHTS_FILE) if isinstance(files, dict) else None
+        expected = record.get("sha256") if isinstance(record, dict) else None
+        if hashlib.sha256(weights).hexdigest() != expected:
             problems.append(f"{WEIGHTS_FILE} sha256 mismatch")
     if problems:
         raise RovertrainError(
@@ -65,53 +80,41 @@ def load_checkpoint(directory: Path) -> tuple[dict[str, Any], bytes]:
 
 
 def decision_rules(
-    meta: dict[str, Any], threshold: float | None = None, steering_deadband: float | None = None
+    meta: ModelJson, threshold: float | None = None, steering_deadband: float | None = None
 ) -> tuple[float, float]:
     """(threshold, steering deadband): the given ones, else the job's from model.json, else
     the defaults (checkpoints written before `steeringDeadband` existed get today's)."""
     if threshold is None:
-        threshold = float(meta.get("actionThreshold", DEFAULT_THRESHOLD))
+        threshold = _float(meta.get("actionThreshold", DEFAULT_THRESHOLD))
     if steering_deadband is None:
-        steering_deadband = float(meta.get("steeringDeadband", DEFAULT_STEERING_DEADBAND))
+        steering_deadband = _float(meta.get("steeringDeadband", DEFAULT_STEERING_DEADBAND))
     return threshold, steering_deadband
 
 
+def _float(value: JsonValue) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RovertrainError("invalid_checkpoint", f"model.json holds {value!r} for a number")
+    return float(value)
+
+
 def runtime_specification(
-    meta: dict[str, Any], threshold: float, steering_deadband: float
-) -> dict[str, Any]:
-    spec = dict(meta["specification"])
-    schema = spec["schema"]
-    return {
-        "format": FORMAT,
-        **spec,
-        "threshold": threshold,
-        "steeringDeadband": steering_deadband,
-        "valueNames": {slot["type"]: list(slot["values"]) for slot in schema},
-        "roles": {slot["type"]: slot["role"] for slot in schema},
-        "onnx": {
-            "opset": OPSET,
-            "inputs": {
-                IMAGE_INPUT: {"dtype": "uint8", "shape": ["batch", 3, 72, 96]},
-                STATE_INPUT: {
-                    "dtype": "float32",
-                    "shape": ["batch", spec["input"]["state"]["size"]],
-                },
-            },
-            "outputs": {
-                "eventLogits": {"shape": ["batch", spec["slots"]], "then": "sigmoid"},
-                "values": {"shape": ["batch", spec["slots"], spec["valuesPerSlot"]]},
-            },
-            "normalisation": "inside the graph: (uint8 / 255 - mean) / std",
-        },
-        "model": {
-            "id": meta.get("id"),
-            "name": meta.get("name"),
-            "createdAt": meta.get("createdAt"),
-        },
-    }
+    meta: ModelJson, threshold: float, steering_deadband: float
+) -> RuntimeSpec:
+    """The runtime.json record of a verified checkpoint with these decision rules."""
+    policy = meta.get("specification")
+    if not isinstance(policy, dict):
+        raise RovertrainError("invalid_checkpoint", "model.json has no policy specification")
+    identity = {"id": meta.get("id"), "name": meta.get("name"), "createdAt": meta.get("createdAt")}
+    document = {**policy, "threshold": threshold, "steeringDeadband": steering_deadband}
+    try:
+        return RuntimeSpec.from_json({**document, "model": identity})
+    except RuntimeSpecError as error:
+        raise RovertrainError(
+            "invalid_checkpoint", "model.json's policy specification cannot be run", str(error)
+        ) from None
 
 
-def export_onnx(model: Any) -> bytes:
+def export_onnx(model: Policy) -> bytes:
     """The whole Policy as ONNX: uint8 images and float32 states in, logits and values out."""
     import torch
 
@@ -145,16 +148,50 @@ def export_onnx(model: Any) -> bytes:
     return data
 
 
-def parity(model: Any, onnx_bytes: bytes, frames: np.ndarray, states: np.ndarray) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ParityCheck:
+    """torch against onnxruntime on the same windows: the largest differences seen."""
+
+    windows: int
+    max_abs_diff_probability: float
+    max_abs_diff_values: float
+    batch_sizes: list[int]
+    held_out: int
+    simulated: int
+    random: int
+
+    @property
+    def agrees(self) -> bool:
+        return self.max_abs_diff_probability <= PARITY_TOLERANCE
+
+    def to_json(self) -> JsonObject:
+        return {
+            "windows": self.windows,
+            "maxAbsDiffProbability": self.max_abs_diff_probability,
+            "maxAbsDiffValues": self.max_abs_diff_values,
+            "tolerance": PARITY_TOLERANCE,
+            "batchSizes": list(self.batch_sizes),
+            "sources": {
+                "heldOut": self.held_out,
+                "simulated": self.simulated,
+                "random": self.random,
+            },
+        }
+
+
+def max_differences(
+    model: Policy, onnx_bytes: bytes, frames: np.ndarray, states: np.ndarray
+) -> tuple[float, float]:
     """Max abs differences (probabilities, values) between torch and onnxruntime."""
     import onnxruntime
     import torch
 
     session = onnxruntime.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
     worst_p = worst_v = 0.0
-    for start in range(0, len(frames), 64):
-        images = np.ascontiguousarray(frames[start : start + 64].transpose(0, 3, 1, 2))
-        state = np.ascontiguousarray(states[start : start + 64])
+    for start in range(0, len(frames), PARITY_BATCH):
+        batch = slice(start, start + PARITY_BATCH)
+        images = np.ascontiguousarray(frames[batch].transpose(0, 3, 1, 2))
+        state = np.ascontiguousarray(states[batch])
         logits, values = session.run(None, {IMAGE_INPUT: images, STATE_INPUT: state})
         with torch.inference_mode():
             t_logits, t_values = model(torch.from_numpy(images), torch.from_numpy(state))
@@ -162,13 +199,33 @@ def parity(model: Any, onnx_bytes: bytes, frames: np.ndarray, states: np.ndarray
         p_torch = torch.sigmoid(t_logits.double()).numpy()
         worst_p = max(worst_p, float(np.abs(p_onnx - p_torch).max()))
         worst_v = max(worst_v, float(np.abs(values - t_values.numpy()).max()))
-    return {
-        "windows": len(frames),
-        "maxAbsDiffProbability": worst_p,
-        "maxAbsDiffValues": worst_v,
-        "tolerance": PARITY_TOLERANCE,
-        "batchSizes": sorted({min(64, len(frames) - start) for start in range(0, len(frames), 64)}),
-    }
+    return worst_p, worst_v
+
+
+def check_parity(
+    model: Policy, onnx_bytes: bytes, directory: Path, meta: ModelJson, schema: Schema
+) -> ParityCheck:
+    """Compare on held-out windows of the checkpoint's sessions, simulated drives and noise."""
+    from rovertrain.deploy.parity_windows import held_out_windows, noise_windows, synthetic_windows
+
+    real_frames, real_states = held_out_windows(directory, meta, HELD_OUT_WINDOWS)
+    simulated = max(0, PARITY_WINDOWS - PARITY_BATCH - len(real_frames))
+    drive_frames, drive_states = synthetic_windows(schema, simulated)
+    noise_frames, noise_states = noise_windows(PARITY_BATCH, real_states.shape[1])
+    frames = np.concatenate([real_frames, drive_frames, noise_frames])
+    worst_p, worst_v = max_differences(
+        model, onnx_bytes, frames, np.concatenate([real_states, drive_states, noise_states])
+    )
+    count = len(frames)
+    return ParityCheck(
+        windows=count,
+        max_abs_diff_probability=worst_p,
+        max_abs_diff_values=worst_v,
+        batch_sizes=sorted({min(PARITY_BATCH, count - at) for at in range(0, count, PARITY_BATCH)}),
+        held_out=len(real_frames),
+        simulated=len(drive_frames),
+        random=len(noise_frames),
+    )
 
 
 def require_deploy_packages() -> None:
@@ -188,90 +245,91 @@ def require_deploy_packages() -> None:
 
 def export_checkpoint(
     checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """Export and publish; returns the `exported` event's fields."""
     started = time.monotonic()
     require_deploy_packages()
-    import torch
-    from safetensors.torch import load as load_safetensors
-
-    from rovertrain.deploy.windows import held_out_windows, noise_windows, synthetic_windows
-    from rovertrain.learn.policy import VERSION, Policy
-
-    directory = Path(checkpoint).resolve()
-    target = Path(out).resolve()
+    # 1. Nothing is replaced: refuse an existing target before any work.
+    directory, target = Path(checkpoint).resolve(), Path(out).resolve()
     if target.exists() or target.is_symlink():
         raise RovertrainError("publish_conflict", f"{target} already exists; nothing replaced.")
+    # 2. The checkpoint verifies and holds a policy this rovertrain exports.
     meta, weights = load_checkpoint(directory)
-    spec = meta.get("specification") or {}
-    if spec.get("version") != VERSION:
-        raise RovertrainError(
-            "invalid_checkpoint",
-            f"Checkpoint {directory.name} has policy version {spec.get('version')}; "
-            f"this rovertrain exports version {VERSION}.",
-        )
-    threshold, steering_deadband = decision_rules(meta, threshold, steering_deadband)
-    model = Policy()
-    model.load_state_dict(load_safetensors(weights), strict=True)
-    model.eval()
+    model = restore_policy(directory, meta, weights)
+    spec = runtime_specification(meta, *decision_rules(meta, threshold, steering_deadband))
+    # 3. The graph, and proof that it computes what torch computes.
     onnx_bytes = export_onnx(model)
-    real_frames, real_states = held_out_windows(directory, meta, HELD_OUT_WINDOWS)
-    drive_frames, drive_states = synthetic_windows(
-        spec["schema"], max(0, PARITY_WINDOWS - 64 - len(real_frames))
-    )
-    noise_frames, noise_states = noise_windows(64, real_states.shape[1])
-    check = parity(
-        model,
-        onnx_bytes,
-        np.concatenate([real_frames, drive_frames, noise_frames]),
-        np.concatenate([real_states, drive_states, noise_states]),
-    )
-    check["sources"] = {
-        "heldOut": len(real_frames),
-        "simulated": len(drive_frames),
-        "random": len(noise_frames),
-    }
-    if not check["maxAbsDiffProbability"] <= PARITY_TOLERANCE:
+    check = check_parity(model, onnx_bytes, directory, meta, spec.schema)
+    if not check.agrees:
         raise RovertrainError(
             "export_mismatch",
             "onnxruntime and torch disagree on the exported model; nothing was written.",
-            json.dumps(check),
+            json.dumps(check.to_json()),
         )
-    runtime = runtime_specification(meta, threshold, steering_deadband)
-    runtime_bytes = json.dumps(runtime, indent=2, allow_nan=False).encode() + b"\n"
-    files = {
+    # 4. Publish: staged, fsync'd, renamed into place; the manifest lists every file.
+    runtime_bytes = json.dumps(spec.to_json(), indent=2, allow_nan=False).encode() + b"\n"
+    contents = {MODEL_FILE: onnx_bytes, RUNTIME_FILE: runtime_bytes}
+    files: JsonObject = {
         name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-        for name, data in ((MODEL_FILE, onnx_bytes), (RUNTIME_FILE, runtime_bytes))
+        for name, data in contents.items()
     }
-    manifest = {
-        "format": FORMAT,
-        "files": files,
-        "parity": check,
-        "opset": OPSET,
-        "source": {
-            "id": meta.get("id"),
-            "name": meta.get("name"),
-            "modelJsonSha256": hashlib.sha256((directory / "model.json").read_bytes()).hexdigest(),
-        },
-        "exportedAt": int(time.time() * 1000),
-        "rovertrainVersion": __version__,
-        "torchVersion": str(torch.__version__),
-    }
-    publish_folder(target, {MODEL_FILE: onnx_bytes, RUNTIME_FILE: runtime_bytes}, manifest)
+    publish_folder(target, contents, export_manifest(directory, meta, files, check))
     return {
         "id": meta.get("id"),
         "name": meta.get("name"),
         "path": str(target),
         "files": files,
-        "parity": check,
+        "parity": check.to_json(),
         "opset": OPSET,
-        "threshold": threshold,
-        "steeringDeadband": steering_deadband,
+        "threshold": spec.threshold,
+        "steeringDeadband": spec.steering_deadband,
         "elapsedSeconds": round(time.monotonic() - started, 3),
     }
 
 
-def publish_folder(target: Path, contents: dict[str, bytes], manifest: dict[str, Any]) -> None:
+def restore_policy(directory: Path, meta: ModelJson, weights: bytes) -> Policy:
+    """The checkpoint's weights in a `Policy`, refusing another policy version."""
+    from safetensors.torch import load as load_safetensors
+
+    from rovertrain.learn.policy import VERSION, Policy
+
+    policy = meta.get("specification")
+    version = policy.get("version") if isinstance(policy, dict) else None
+    if version != VERSION:
+        raise RovertrainError(
+            "invalid_checkpoint",
+            f"Checkpoint {directory.name} has policy version {version}; "
+            f"this rovertrain exports version {VERSION}.",
+        )
+    model = Policy()
+    model.load_state_dict(load_safetensors(weights), strict=True)
+    model.eval()
+    return model
+
+
+def export_manifest(
+    directory: Path, meta: ModelJson, files: JsonObject, check: ParityCheck
+) -> JsonObject:
+    import torch
+
+    model_json = (directory / "model.json").read_bytes()
+    return {
+        "format": FORMAT,
+        "files": files,
+        "parity": check.to_json(),
+        "opset": OPSET,
+        "source": {
+            "id": meta.get("id"),
+            "name": meta.get("name"),
+            "modelJsonSha256": hashlib.sha256(model_json).hexdigest(),
+        },
+        "exportedAt": int(time.time() * 1000),
+        "rovertrainVersion": __version__,
+        "torchVersion": str(torch.__version__),
+    }
+
+
+def publish_folder(target: Path, contents: Mapping[str, bytes], manifest: JsonObject) -> None:
     """Stage next to `target`, fsync, rename without replacing; the manifest is written last."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.pending")

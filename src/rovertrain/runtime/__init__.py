@@ -10,7 +10,7 @@ Imports numpy (and onnxruntime, when a policy is loaded) only: no torch, no av, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rovertrain.runtime.policy import Decision, RoverPolicy
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "RoverPolicy"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Lazy: training imports `runtime.state` and `runtime.frames` without onnxruntime.
     if name in __all__:
         from rovertrain.runtime import policy

@@ -9,30 +9,56 @@ uses, and runs onnxruntime at batch 1.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from rovertrain.contracts.command_schema import SLOTS
 from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.runtime_spec import (
+    FORMAT,
+    IMAGE_INPUT,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    RUNTIME_FILE,
+    STATE_INPUT,
+    RuntimeSpec,
+    RuntimeSpecError,
+)
+from rovertrain.contracts.strict_json import BadJson, parse_json
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 
-MODEL_FILE = "model.onnx"
-RUNTIME_FILE = "runtime.json"
-MANIFEST_FILE = "manifest.json"
-FORMAT = "rovertrain-runtime/1"
-IMAGE_INPUT = "images"
-STATE_INPUT = "states"
+__all__ = [
+    "FORMAT",
+    "IMAGE_INPUT",
+    "MANIFEST_FILE",
+    "MODEL_FILE",
+    "RUNTIME_FILE",
+    "STATE_INPUT",
+    "Decision",
+    "InferenceSession",
+    "PolicyFileError",
+    "RoverPolicy",
+    "steering_type",
+]
 
 
 class PolicyFileError(Exception):
     """An exported folder that is missing, incomplete or altered: never run."""
+
+
+class InferenceSession(Protocol):
+    """What `RoverPolicy` needs of a model: onnxruntime's `InferenceSession.run` (replay
+    and tests pass other implementations with the same call)."""
+
+    def run(
+        self, output_names: list[str] | None, input_feed: dict[str, np.ndarray], /
+    ) -> list[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -92,11 +118,11 @@ def steering_type(
 def read_verified(directory: Path) -> dict[str, bytes]:
     """The folder's files as bytes, each checked against the manifest (size and sha256)."""
     try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_bytes())
-        files = manifest["files"]
-        if manifest.get("format") != FORMAT or not isinstance(files, dict):
+        manifest = parse_json((directory / MANIFEST_FILE).read_bytes().decode("utf-8"))
+        files = manifest.get("files") if isinstance(manifest, dict) else None
+        if not isinstance(files, dict) or manifest.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} manifest")
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, BadJson) as error:
         raise PolicyFileError(f"{directory / MANIFEST_FILE}: unreadable: {error}") from None
     contents: dict[str, bytes] = {}
     for name in (MODEL_FILE, RUNTIME_FILE):
@@ -118,25 +144,24 @@ def read_verified(directory: Path) -> dict[str, bytes]:
 class RoverPolicy:
     """Feed `observe_command` every command sent; call `tick` once per 100 ms."""
 
-    def __init__(self, session: Any, spec: Mapping[str, Any]):
+    def __init__(self, session: InferenceSession, spec: RuntimeSpec):
         self.session = session
-        self.spec = dict(spec)
-        self.schema: list[dict[str, Any]] = list(spec["schema"])
-        self.types = [str(slot["type"]) for slot in self.schema]
+        self.spec = spec
+        self.schema = spec.schema
+        self.types = [slot["type"] for slot in self.schema]
         self.value_names = [list(slot["values"]) for slot in self.schema]
-        self.threshold = float(spec["threshold"])
-        self.tick_ms = int(spec["input"]["tickMs"])
-        self.state_size = int(spec["input"]["state"]["size"])
-        image = spec["input"]["image"]
+        self.threshold = spec.threshold
+        self.tick_ms = spec.tick_ms
+        self.state_size = spec.state_size
         expected = (SLOTS * STATE_FEATURES_PER_SLOT, OBS_WIDTH, OBS_HEIGHT)
-        found = (self.state_size, int(image["width"]), int(image["height"]))
+        found = (self.state_size, *spec.image_size)
         if found != expected:
             raise PolicyFileError(
                 f"the model expects state size, width, height {found}; this runtime builds "
                 f"{expected}: export it with a matching rovertrain"
             )
-        self.roles = {str(slot["type"]): str(slot["role"]) for slot in self.schema}
-        self.steering_deadband = float(spec.get("steeringDeadband", 0.0))
+        self.roles = spec.roles
+        self.steering_deadband = spec.steering_deadband
         # What the rover executes as of the latest tick (the last stop- or movement-role
         # command before it; None: stopped or nothing sent), and what was sent since.
         self.executing: tuple[str, dict[str, float]] | None = None
@@ -151,8 +176,10 @@ class RoverPolicy:
 
         contents = read_verified(Path(path))
         try:
-            spec = json.loads(contents[RUNTIME_FILE])
-        except ValueError as error:
+            spec = RuntimeSpec.from_json(parse_json(contents[RUNTIME_FILE].decode("utf-8")))
+        except RuntimeSpecError as error:
+            raise PolicyFileError(f"{RUNTIME_FILE}: {error}") from None
+        except (BadJson, UnicodeDecodeError) as error:
             raise PolicyFileError(f"{RUNTIME_FILE} is not JSON: {error}") from None
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = max(1, threads)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Slot
 from rovertrain.contracts.observation import (
     STATE_BINS,
     STATE_FEATURES_PER_SLOT,
@@ -100,7 +99,7 @@ class StateTracker:
     batch labeller's "strictly before" does. Unknown types are counted and ignored.
     """
 
-    def __init__(self, schema: Sequence[Mapping[str, Any]]):
+    def __init__(self, schema: Sequence[Slot]):
         if len(schema) > SLOTS:
             raise ValueError(f"schema has {len(schema)} slots, at most {SLOTS}")
         self.index = {str(slot["type"]): position for position, slot in enumerate(schema)}
