@@ -19,7 +19,7 @@ from rovertrain.job.config import load_job_text
 from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
 
 JOB = load_job_text('{"root": "/x", "sessions": []}')
-GATE, CONFIG = JOB.gate, JOB.config
+GATE, PUBLICATION = JOB.gate, JOB.config.publication
 SEEING = CameraGain(f1=0.2, changes=0.2)
 FIELDS = {
     "windows": 500,
@@ -150,9 +150,11 @@ def test_gate_thresholds_come_from_the_job() -> None:
 
 
 def test_publication_reasons() -> None:
-    ok = publication_reasons(10, 5, 500, GateStatus.PASSED, None, CONFIG)
+    ok = publication_reasons(10, 5, 500, GateStatus.PASSED, None, PUBLICATION)
     assert ok == []
-    reasons = publication_reasons(0.1, 0.0, 1, GateStatus.NOT_MET, "Stopped by SIGTERM", CONFIG)
+    reasons = publication_reasons(
+        0.1, 0.0, 1, GateStatus.NOT_MET, "Stopped by SIGTERM", PUBLICATION
+    )
     assert reasons == [
         "Collecting distinct driving footage",
         "Waiting for new driving footage since last publication",
@@ -166,12 +168,15 @@ def test_publication_decision_counts_minutes_from_windows() -> None:
     history = PublicationHistory(
         distinct_windows=6000, published_windows=3000, steps_since_publication=500
     )
-    decision = publication_decision(history, GateStatus.PASSED, None, CONFIG)
+    decision = publication_decision(history, GateStatus.PASSED, None, PUBLICATION)
     assert decision.promote and decision.reason == "Latest updated"
     assert decision.distinct_minutes == 10 and decision.new_minutes == 5
-    assert decision.to_json()["minimumMinutes"] == CONFIG.minimumDrivingMinutes
+    assert decision.to_json()["minimumMinutes"] == PUBLICATION.minimumDrivingMinutes
     stale = publication_decision(
-        PublicationHistory(6000, 6000, 500), GateStatus.PASSED, "Job time budget reached", CONFIG
+        PublicationHistory(6000, 6000, 500),
+        GateStatus.PASSED,
+        "Job time budget reached",
+        PUBLICATION,
     )
     assert not stale.promote
     assert stale.reason == (

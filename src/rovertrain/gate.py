@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rovertrain.job.config import Config, Gate
+from rovertrain.gate_settings import Gate, Publication
 from rovertrain.learn.metrics import EventMetrics
 
 MINUTE_WINDOWS = 600
@@ -178,15 +178,15 @@ def publication_reasons(
     steps_since_publication: int,
     evaluation_status: str,
     stop_reason: str | None,
-    config: Config,
+    rules: Publication,
 ) -> list[str]:
     """Why this candidate should not be promoted; empty means promote."""
     reasons = []
-    if distinct_minutes < config.minimumDrivingMinutes:
+    if distinct_minutes < rules.minimumDrivingMinutes:
         reasons.append("Collecting distinct driving footage")
-    if new_minutes < config.newDrivingMinutesPerModel:
+    if new_minutes < rules.newDrivingMinutesPerModel:
         reasons.append("Waiting for new driving footage since last publication")
-    if steps_since_publication < config.checkpointEverySteps:
+    if steps_since_publication < rules.checkpointEverySteps:
         reasons.append("Training steps below publication interval")
     if evaluation_status != GateStatus.PASSED:
         reasons.append(evaluation_status)
@@ -196,18 +196,18 @@ def publication_reasons(
 
 
 def publication_decision(
-    history: PublicationHistory, status: str, stop_label: str | None, config: Config
+    history: PublicationHistory, status: str, stop_label: str | None, rules: Publication
 ) -> PublicationDecision:
     distinct = history.distinct_windows / MINUTE_WINDOWS
     new = (history.distinct_windows - history.published_windows) / MINUTE_WINDOWS
     blockers = publication_reasons(
-        distinct, new, history.steps_since_publication, status, stop_label, config
+        distinct, new, history.steps_since_publication, status, stop_label, rules
     )
     return PublicationDecision(
         distinct_minutes=distinct,
         new_minutes=new,
-        minimum_minutes=config.minimumDrivingMinutes,
-        required_new_minutes=config.newDrivingMinutesPerModel,
+        minimum_minutes=rules.minimumDrivingMinutes,
+        required_new_minutes=rules.newDrivingMinutesPerModel,
         blockers=tuple(str(blocker) for blocker in blockers),
     )
 

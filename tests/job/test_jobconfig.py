@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rovertrain.contracts.errors import InvalidJob
-from rovertrain.job.config import CONFIG_FIELDS, load_job_text, parse_job
+from rovertrain.contracts.settings import knobs
+from rovertrain.job.config import Config, load_job_text, parse_job
 from rovertrain.job.schema import job_schema
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +38,10 @@ def test_sessions_may_be_absent_but_not_null_or_wrong() -> None:
 
 def test_defaults_are_documented_and_applied() -> None:
     job = load_job_text(json.dumps(GOOD))
-    assert job.config.threads == CONFIG_FIELDS["threads"].default
+    assert job.config == Config()
+    declared = {k.name: k.spec.default for k in knobs(Config)}
+    assert job.config.to_json() == declared and declared["threads"] == 2
+    assert job.config.execution.threads == 2 and job.config.optimisation.batchSize == 64
     assert job.gate.minPrecision == 0.5 and job.gate.maxNumericMse == 0.1
     assert job.seed == 0 and job.jobId is None
     assert job.steeringDeadband == 0.1
@@ -51,7 +55,8 @@ def test_seed_fields_are_accepted_unchanged() -> None:
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0,
     }  # fmt: skip
     job = load_job_text(with_(config=config))
-    assert job.config.maxStepsPerJob == 5 and job.config.maxJobSeconds == 60
+    assert job.config.optimisation.maxStepsPerJob == 5 and job.config.budget.maxJobSeconds == 60
+    assert job.config.to_json() == {**Config().to_json(), **config}
 
 
 @pytest.mark.parametrize(

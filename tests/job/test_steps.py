@@ -8,17 +8,17 @@ import torch
 
 from rovertrain.contracts.command_schema import SLOTS
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.job.config import load_job_text
 from rovertrain.job.state import TrainingState
-from rovertrain.job.steps import optimizer_settings, restore_policy
+from rovertrain.job.steps import hyperparameters, optimizer_settings, restore_policy
+from rovertrain.learn.settings import Augmentation, Optimisation
 from rovertrain.learn.train import Hyperparameters
 
 HYPER = Hyperparameters(
-    learning_rate=1e-3,
-    weight_decay=0.01,
-    batch_size=8,
-    passes=1,
-    max_steps=1,
-    augment=False,
+    Optimisation(
+        batchSize=8, passesPerJob=1, maxStepsPerJob=1, learningRate=1e-3, weightDecay=0.01
+    ),
+    Augmentation(augment=False),
     bf16=False,
 )
 
@@ -38,7 +38,8 @@ def _saved_state() -> TrainingState:
 
 def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
     saved = _saved_state()
-    changed = dataclasses.replace(HYPER, learning_rate=2e-4, weight_decay=0.05)
+    optimisation = dataclasses.replace(HYPER.optimisation, learningRate=2e-4, weightDecay=0.05)
+    changed = dataclasses.replace(HYPER, optimisation=optimisation)
     _, optimizer = restore_policy(saved, changed, seed=0)
     assert {group["lr"] for group in optimizer.param_groups} == {2e-4}
     assert {group["weight_decay"] for group in optimizer.param_groups} == {0.05}
@@ -68,3 +69,17 @@ def test_the_jobs_seed_decides_the_initial_weights() -> None:
     torch.manual_seed(123)
     restore_policy(TrainingState.fresh(), HYPER, seed=7)
     assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is untouched
+
+
+def test_the_jobs_settings_reach_training_as_declared() -> None:
+    """No re-mapping: training gets the job's own optimisation and augmentation records."""
+    text = (
+        '{"root": "/r", "config": {"batchSize": 8, "augmentShiftPixels": 2, "precision": "fp32"}}'
+    )
+    config = load_job_text(text).config
+    hyper = hyperparameters(config)
+    assert hyper.optimisation is config.optimisation and hyper.augmentation is config.augmentation
+    assert hyper.optimisation.batchSize == 8 and hyper.augmentation.augmentShiftPixels == 2
+    assert hyper.bf16 is False
+    bf16 = load_job_text('{"root": "/r", "config": {"precision": "bf16"}}').config
+    assert hyperparameters(bf16).bf16 is True

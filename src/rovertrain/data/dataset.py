@@ -39,8 +39,8 @@ from rovertrain.data.sampling import (
     session_rng,
     split_tail,
 )
+from rovertrain.data.settings import Decoding, Sampling
 from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
-from rovertrain.job.config import Config
 from rovertrain.protocol.events import EventStream
 
 
@@ -193,8 +193,10 @@ class DatasetRequest:
     root: Path
     sessions: list[str]
     schema: Schema
-    config: Config
     seed: int
+    threads: int  # the job's busy-thread budget, shared by the decoder children
+    decoding: Decoding
+    sampling: Sampling
     keep_windows: bool = True
     decoded: DecodedByRanks = field(default_factory=DecodedByRanks)
     maintains_cache: bool = True  # removes temporaries and evicts: one rank only
@@ -221,11 +223,11 @@ class Unwatched:
         pass
 
 
-def _limits(config: Config) -> DecodeLimits:
+def _limits(decoding: Decoding) -> DecodeLimits:
     return DecodeLimits(
-        max_bytes=config.maxVideoMegabytes * 2**20,
-        max_pixels=config.maxFramePixels,
-        max_seconds=config.maxVideoMinutes * 60,
+        max_bytes=decoding.maxVideoMegabytes * 2**20,
+        max_pixels=decoding.maxFramePixels,
+        max_seconds=decoding.maxVideoMinutes * 60,
         threads=1,
     )
 
@@ -245,7 +247,7 @@ class _Plan:
 
 def _plan(request: DatasetRequest) -> _Plan:
     plan = _Plan()
-    limits = _limits(request.config)
+    limits = _limits(request.decoding)
     for session_id in request.sessions:
         failure = request.decoded.failures.get(session_id)
         if failure is not None:
@@ -307,11 +309,11 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     """Decode in parallel, then label and sample strictly in the given order."""
     started = time.monotonic()
     sessions = request.sessions
-    per_session = per_session_capacity(request.config.maxSamples, len(sessions))
+    per_session = per_session_capacity(request.sampling.maxSamples, len(sessions))
     training_count = sum(not is_held_out(session_id) for session_id in sessions)
     held_count = len(sessions) - training_count
     keep = request.keep_windows
-    fraction = request.config.selectionFraction
+    fraction = request.sampling.selectionFraction
     builders = _Builders(
         training=WindowSetBuilder(
             training_count * 3 * category_capacity(per_session) if keep else 0
@@ -346,7 +348,7 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     if request.maintains_cache:
         cache.evict(
             request.root,
-            request.config.cacheMaxMegabytes * 2**20,
+            request.decoding.cacheMaxMegabytes * 2**20,
             keep={entry.name for entry in plan.entries.values()},
         )
     return dataset
@@ -388,8 +390,8 @@ def decode_into_cache(
 
 def _decoder_pool(request: DatasetRequest, watcher: DecodeWatcher) -> DecoderPool:
     return DecoderPool(
-        threads=request.config.threads,
-        timeout_seconds=request.config.decodeTimeoutSeconds,
+        threads=request.threads,
+        timeout_seconds=request.decoding.decodeTimeoutSeconds,
         should_stop=watcher.should_stop,
         is_paused=watcher.poll_pause,
         on_tick=watcher.show_decoding,
@@ -490,7 +492,7 @@ def _process_session(
             indices = sample_windows(labelled.usable, categories, True, per_session, rng)
             builders.held_out.add(frames.frames, labels, indices)
         else:
-            fraction = request.config.selectionFraction
+            fraction = request.sampling.selectionFraction
             head, tail = split_tail(labelled.usable, fraction)
             indices = sample_windows(head, categories, False, per_session, rng)
             builders.training.add(frames.frames, labels, indices)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rovertrain import __version__
-from rovertrain.job.config import Config, Job
+from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl
+from rovertrain.job.settings import Budget
 from rovertrain.protocol.events import EventStream
 
 NICENESS = 10
@@ -30,13 +31,13 @@ def new_job_id() -> str:
     return f"job-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
 
 
-def job_control(config: Config, stream: EventStream, watchers: Sequence[JobWatcher]) -> JobControl:
+def job_control(budget: Budget, stream: EventStream, watchers: Sequence[JobWatcher]) -> JobControl:
     control = JobControl(
         stream,
-        max_seconds=config.maxJobSeconds,
-        grace=config.stopGraceSeconds,
-        max_paused=config.maxPausedSeconds,
-        heartbeat_seconds=config.heartbeatSeconds,
+        max_seconds=budget.maxJobSeconds,
+        grace=budget.stopGraceSeconds,
+        max_paused=budget.maxPausedSeconds,
+        heartbeat_seconds=budget.heartbeatSeconds,
     )
     control.decoding_watchers.extend(watcher.show_decoding for watcher in watchers)
     stream.on_reader_gone = lambda: control.request_stop("Supervisor gone (stdout closed)")

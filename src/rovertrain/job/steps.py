@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rovertrain.job.publication import Candidate, Published
     from rovertrain.job.state import TrainingState
     from rovertrain.learn.policy import Policy
+    from rovertrain.learn.settings import Optimisation
     from rovertrain.learn.train import Hyperparameters, TrainingProgress
 
 
@@ -60,19 +61,9 @@ def uses_bf16(precision: str, device_type: str = "cpu") -> bool:
 def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters:
     from rovertrain.learn.train import Hyperparameters
 
-    return Hyperparameters(
-        learning_rate=config.learningRate,
-        weight_decay=config.weightDecay,
-        batch_size=config.batchSize,
-        passes=config.passesPerJob,
-        max_steps=config.maxStepsPerJob,
-        augment=config.augment,
-        bf16=uses_bf16(config.precision, device_type),
-        value_history_dropout=config.valueHistoryDropout,
-        hide_never_sent=config.hideNeverSent,
-        augment_colour=config.augmentColour,
-        augment_shift=config.augmentShiftPixels,
-    )
+    optimisation = config.optimisation
+    bf16 = uses_bf16(optimisation.precision, device_type)
+    return Hyperparameters(optimisation, config.augmentation, bf16)
 
 
 def restore_policy(
@@ -92,7 +83,7 @@ def restore_policy(
         torch.manual_seed(seed)
         fresh = Policy()
     model = fresh.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    optimizer = build_optimizer(model, hyper)
+    optimizer = build_optimizer(model, hyper.optimisation)
     if state.weights is not None:
         try:
             model.load_state_dict(state.weights)
@@ -105,14 +96,14 @@ def restore_policy(
             ) from None
         # load_state_dict restores the saved job's learning rate and weight decay; this
         # job's settings are the ones it reports, so they are the ones it must use.
-        apply_hyperparameters(optimizer, hyper)
+        apply_optimisation(optimizer, hyper.optimisation)
     return model, optimizer
 
 
-def apply_hyperparameters(optimizer: torch.optim.Optimizer, hyper: Hyperparameters) -> None:
+def apply_optimisation(optimizer: torch.optim.Optimizer, optimisation: Optimisation) -> None:
     for group in optimizer.param_groups:
-        group["lr"] = hyper.learning_rate
-        group["weight_decay"] = hyper.weight_decay
+        group["lr"] = optimisation.learningRate
+        group["weight_decay"] = optimisation.weightDecay
 
 
 def optimizer_settings(optimizer: torch.optim.Optimizer) -> dict[str, float]:
