@@ -156,6 +156,28 @@ def read_until(process: subprocess.Popen[bytes], kind: str) -> list[bytes]:
     raise AssertionError(f"no {kind} event")
 
 
+def read_paused_heartbeats(process: subprocess.Popen[bytes], beats: int) -> list[bytes]:
+    """Raw lines up to the `beats`-th heartbeat while paused; a paused job writes nothing else."""
+    lines: list[bytes] = []
+    assert process.stdout is not None
+    for line in process.stdout:  # the suite's timeout is the safety net
+        lines.append(line)
+        event = json.loads(line)
+        assert event["kind"] == "heartbeat" and event["paused"], event
+        if len(lines) == beats:
+            return lines
+    raise AssertionError("the job ended while paused")
+
+
+def signal_pending(pid: int, number: int) -> bool:
+    """Whether signal `number` was sent to process `pid` and not delivered yet (/proc)."""
+    with open(f"/proc/{pid}/status") as stream:
+        masks = [
+            int(line.split()[1], 16) for line in stream if line.startswith(("SigPnd", "ShdPnd"))
+        ]
+    return any(mask >> (number - 1) & 1 for mask in masks)
+
+
 def signal_after_progress(
     job: Path, number: int, timeout: float
 ) -> tuple[int, list[dict[str, Any]]]:

@@ -10,19 +10,19 @@ import torch
 
 from rovertrain.contracts.errors import ErrorCode, InvalidJob
 from rovertrain.distributed.world import ONE_PROCESS, World
-from rovertrain.job.config import load_job_text
+from rovertrain.job.config import Config, load_job_text
 from rovertrain.job.ranks import resolve_device
 
 NO_GPU = not torch.cuda.is_available()
 
 
-def config_of(**config: object) -> object:
+def config_of(**config: object) -> Config:
     return load_job_text(json.dumps({"root": "/r", "config": config})).config
 
 
 def test_the_device_is_the_cpu_unless_the_job_says_otherwise() -> None:
-    config = config_of()
-    assert config.device == "cpu" and config.rankTimeoutSeconds == 300  # type: ignore[attr-defined]
+    execution = config_of().execution
+    assert execution.device == "cpu" and execution.rankTimeoutSeconds == 300
     assert resolve_device("cpu", ONE_PROCESS) == torch.device("cpu")
 
 
@@ -64,15 +64,22 @@ def test_training_on_cuda_takes_the_same_steps_and_returns_a_cpu_policy() -> Non
     from rovertrain.learn.losses import loss_setup
     from rovertrain.learn.metrics import natural_frequencies
     from rovertrain.learn.policy import Policy
+    from rovertrain.learn.settings import Augmentation, Optimisation
     from rovertrain.learn.train import Hyperparameters, TrainingPlan, build_optimizer, train
 
     config = config_of(device="cuda")
-    ranks = one_process(config)  # type: ignore[arg-type]
+    ranks = one_process(config.execution)
     assert ranks.device.type == "cuda"
     pool = learnable_windows(64)
-    hyper = Hyperparameters(0.003, 0.0, 16, 2, 1000, True, True, hide_never_sent=1.0)
+    optimisation = Optimisation(
+        batchSize=16, passesPerJob=2, maxStepsPerJob=1000, learningRate=0.003, weightDecay=0.0
+    )
+    augmentation = Augmentation(
+        augment=True, augmentColour=0.0, augmentShiftPixels=0, hideNeverSent=1.0
+    )
+    hyper = Hyperparameters(optimisation, augmentation, bf16=True)
     model = Policy()
-    optimizer = build_optimizer(model, hyper)
+    optimizer = build_optimizer(model, optimisation)
     setup = ranks.place(model, optimizer, loss_setup(pool, initial_schema()))
     assert next(model.parameters()).is_cuda and setup.slot_mask.is_cuda
 

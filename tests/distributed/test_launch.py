@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import signal_pending
 from rovertrain.job.launch import catches, launched_ranks, pause_forwarded
 
 # A rank that handles the pause signals as JobControl does (a line per signal on stdout).
@@ -26,6 +27,13 @@ time.sleep(60)
 
 def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def at_rest(pid: int) -> str:
+    """The process's state once it is not running (the suite's timeout is the safety net)."""
+    while (now := state(pid)) == "R":
+        time.sleep(0.001)
+    return now
 
 
 def child(command: list[str], rank: bool) -> subprocess.Popen[str]:
@@ -50,8 +58,10 @@ def test_pause_signals_reach_the_ranks_that_handle_them_and_no_other_child() -> 
             os.kill(os.getpid(), signal.SIGCONT)
             assert rank.stdout.readline() == "SIGCONT\n"
         assert signal.getsignal(signal.SIGTSTP) == before
-        time.sleep(0.2)
-        assert state(starting.pid) != "T" and state(other.pid) != "T"
+        # A SIGTSTP sent to them would still be pending, or would have stopped them once at
+        # rest (a process taking a signal is running until it has stopped).
+        for pid in (starting.pid, other.pid):
+            assert at_rest(pid) != "T" and not signal_pending(pid, signal.SIGTSTP)
     finally:
         for process in (rank, starting, other):
             process.kill()

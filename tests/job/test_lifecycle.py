@@ -19,6 +19,7 @@ from conftest import (
     REPO,
     cli_env,
     parse_events,
+    read_paused_heartbeats,
     read_until,
     signal_after_progress,
     start_run,
@@ -46,25 +47,38 @@ def test_heartbeat_during_a_slow_phase(cli, synth_copy: Path) -> None:
 
 def test_pause_resume_shifts_the_budget_and_evidence_is_written(synth_copy: Path) -> None:
     budget = 25  # enough for the first progress event on a busy machine
-    config = {**FAST, "maxStepsPerJob": 100000, "maxJobSeconds": budget, "evalEverySteps": 10}
+    config = {**FAST, "maxStepsPerJob": 100000, "maxJobSeconds": budget, "evalEverySteps": 10,
+              "heartbeatSeconds": 1}  # fmt: skip
     job = write_job(synth_copy, **config)
     process = start_run(job)
     lines = read_until(process, "progress")
     process.send_signal(signal.SIGTSTP)
     lines += read_until(process, "paused")
-    time.sleep(6)
+    # Paused until two heartbeats said so: time passes, on the job's own clock, while paused.
+    lines += read_paused_heartbeats(process, 2)
     process.send_signal(signal.SIGCONT)
     rest, _ = process.communicate(timeout=120)
     events = parse_events(b"".join(lines) + rest)
     kinds = [e["kind"] for e in events]
-    assert "resumed" in kinds and kinds[-1] == "complete"
-    resumed = next(e for e in events if e["kind"] == "resumed")
-    assert resumed["pausedSeconds"] >= 5.5
+    assert kinds.count("paused") == kinds.count("resumed") == 1 and kinds[-1] == "complete"
+    (paused,) = [e for e in events if e["kind"] == "paused"]
+    (resumed,) = [e for e in events if e["kind"] == "resumed"]
+    beats = [e for e in events if e["kind"] == "heartbeat" and e["paused"]]
+    assert len(beats) >= 2 and all(b["phase"] == "train" for b in beats)
+    # The budget clock stood still while paused ...
+    assert {b["elapsedSeconds"] for b in beats} == {paused["elapsedSeconds"]}
+    assert resumed["elapsedSeconds"] == pytest.approx(paused["elapsedSeconds"], abs=0.01)
+    # ... for as long as the pause lasted, by the events' own timestamps (ms, wall clock) ...
+    paused_for = resumed["pausedSeconds"]
+    assert (beats[-1]["time"] - paused["time"]) / 1000 - 0.01 <= paused_for
+    assert paused_for <= (resumed["time"] - paused["time"]) / 1000 + 0.01
+    # ... and only then: from the pause to the end, budget time = wall time - paused time.
     complete = events[-1]
-    # Paused time does not count: the job used its full budget of training after the pause.
+    wall = (complete["time"] - paused["time"]) / 1000
+    used = complete["elapsedSeconds"] - paused["elapsedSeconds"]
+    assert used == pytest.approx(wall - paused_for, abs=0.25) and paused_for > 0.5
+    # The budget is kept in budget time, which the pause did not use.
     assert complete["elapsedSeconds"] <= budget + 2
-    wall = (events[-1]["time"] - events[0]["time"]) / 1000
-    assert wall >= complete["elapsedSeconds"] + 5
     job_dir = synth_copy / "training" / "jobs" / complete["jobId"]
     rows = list(csv.DictReader((job_dir / "training_log.csv").open()))
     assert [int(r["step"]) for r in rows] == [e["steps"] for e in events if e["kind"] == "progress"]

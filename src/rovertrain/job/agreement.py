@@ -7,8 +7,6 @@ about one a second while sessions are decoded. Only rank 0's events are written.
 
 from __future__ import annotations
 
-import time
-
 from rovertrain.distributed.group import RankGroup
 from rovertrain.job.control import JobControl
 
@@ -39,7 +37,7 @@ class AgreedControl:
             stop, paused = self._agree()
             if paused and not stop:
                 self.control.pause_began()
-                time.sleep(0.1)
+                self.control.clock.sleep(0.1)
                 continue
             self.control.pause_ended()
             return
@@ -74,7 +72,7 @@ class DecodeAgreement:
     def __init__(self, control: JobControl, group: RankGroup):
         self.control = control
         self.group = group
-        self._last = time.monotonic()
+        self._last = control.clock.monotonic()
         self._stop = False
         self._paused = False
 
@@ -84,7 +82,7 @@ class DecodeAgreement:
         stop, paused, pending = self.group.all_max(
             [float(local.should_stop()), float(local.is_paused()), float(not done)]
         )
-        self._last = time.monotonic()
+        self._last = self.control.clock.monotonic()
         self._stop, self._paused = bool(stop), bool(paused) and not stop
         if self._stop and not local.stop_requested():
             local.request_stop(
@@ -93,7 +91,7 @@ class DecodeAgreement:
         return not pending
 
     def _due(self) -> None:
-        if time.monotonic() - self._last >= DECODE_AGREEMENT_SECONDS:
+        if self.control.clock.monotonic() - self._last >= DECODE_AGREEMENT_SECONDS:
             self._agree(done=False)
 
     def should_stop(self) -> bool:
@@ -116,5 +114,5 @@ class DecodeAgreement:
         while not self._agree(done=True):
             if self._paused:
                 self.control.pause_began()
-            time.sleep(0.05)
+            self.control.clock.sleep(0.05)
         self.control.pause_ended()

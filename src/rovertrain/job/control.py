@@ -5,6 +5,10 @@ guarantees an end even when the main thread is stuck in a C call: it reads signa
 the wakeup fd (written at C level, whatever Python is doing) and, on a second stop signal, on
 the hard deadline, or when a stop request is not honoured within the grace, writes the terminal
 event and ends the process.
+
+Time is read from the job's clock, the one its event stream was given (the real one unless
+told otherwise), never from `time` directly: everything here that depends on time passing can
+be driven by a clock advanced by hand.
 """
 
 from __future__ import annotations
@@ -14,11 +18,11 @@ import os
 import select
 import signal
 import threading
-import time
 from collections.abc import Callable
 from enum import StrEnum
 from types import FrameType, TracebackType
 
+from rovertrain.contracts.clock import Clock
 from rovertrain.contracts.errors import ErrorCode
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
@@ -44,11 +48,13 @@ class JobControl:
         heartbeat_seconds: float = 15.0,
     ):
         self.stream = stream
+        # One job, one clock, its stream's: heartbeats compare it with `stream.last_emit`.
+        self.clock: Clock = stream.clock
         self.heartbeat_seconds = heartbeat_seconds
         self.max_seconds = max_seconds
         self.grace = grace
         self.max_paused = max_paused
-        self.started = time.monotonic()
+        self.started = self.clock.monotonic()
         self.stop_reason: str | None = None
         self.stop_requested_at: float | None = None
         self.pause_requested = False
@@ -69,10 +75,11 @@ class JobControl:
     # -- budget --------------------------------------------------------------------------
     def elapsed(self) -> float:
         """Seconds of the budget used: wall time minus time spent paused."""
-        paused = self.paused_total
-        if self.paused_since is not None:
-            paused += time.monotonic() - self.paused_since
-        return time.monotonic() - self.started - paused
+        now = self.clock.monotonic()
+        paused, paused_since = self.paused_total, self.paused_since
+        if paused_since is not None:
+            paused += now - paused_since
+        return now - self.started - paused
 
     def remaining(self) -> float:
         return self.max_seconds - self.elapsed()
@@ -95,7 +102,7 @@ class JobControl:
     def request_stop(self, reason: str) -> None:
         if self.stop_reason is None:
             self.stop_reason = reason
-            self.stop_requested_at = time.monotonic()
+            self.stop_requested_at = self.clock.monotonic()
 
     # -- pause ---------------------------------------------------------------------------
     def is_paused(self) -> bool:
@@ -103,7 +110,8 @@ class JobControl:
         return self.pause_requested and self.stop_reason is None
 
     def _check_pause_limit(self) -> None:
-        if self.paused_since is not None and time.monotonic() - self.paused_since > self.max_paused:
+        paused_since = self.paused_since
+        if paused_since is not None and self.clock.monotonic() - paused_since > self.max_paused:
             self.request_stop("Paused longer than maxPausedSeconds")
 
     def safe_point(self) -> None:
@@ -112,7 +120,7 @@ class JobControl:
             return
         self.pause_began()
         while self.is_paused():
-            time.sleep(0.05)
+            self.clock.sleep(0.05)
         self.pause_ended()
 
     def poll_pause(self) -> bool:
@@ -133,12 +141,12 @@ class JobControl:
 
     def pause_began(self) -> None:
         if self.paused_since is None:
-            self.paused_since = time.monotonic()
+            self.paused_since = self.clock.monotonic()
             self.stream.emit("paused", phase=self.phase, elapsedSeconds=round(self.elapsed(), 3))
 
     def pause_ended(self) -> None:
         if self.paused_since is not None:
-            paused_for = time.monotonic() - self.paused_since
+            paused_for = self.clock.monotonic() - self.paused_since
             self.paused_total += paused_for
             self.paused_since = None
             self.stream.emit(
@@ -214,22 +222,27 @@ class JobControl:
             if self.finished.is_set():
                 return
             self._check_pause_limit()
-            self._heartbeat()
-            if self._stop_signals_seen >= 2:
-                self._force_exit(ErrorCode.INTERRUPTED, "Stopped at once by a second stop signal.")
-            elif self.elapsed() > self.max_seconds + self.grace:
-                self._force_exit(
-                    ErrorCode.DEADLINE_EXCEEDED,
-                    f"The job ran past maxJobSeconds plus the {self.grace:g} s grace and was ended.",
-                )
-            elif (
-                self.stop_requested_at is not None
-                and time.monotonic() - self.stop_requested_at > self.grace
-            ):
-                self._force_exit(
-                    ErrorCode.STOP_TIMEOUT,
-                    f"The job did not stop within {self.grace:g} s of the request and was ended.",
-                )
+            self.heartbeat()
+            overdue = self.overdue()
+            if overdue is not None:
+                self._force_exit(*overdue)
+
+    def overdue(self) -> tuple[ErrorCode, str] | None:
+        """Why the watchdog must end the process now (code, message), or None."""
+        if self._stop_signals_seen >= 2:
+            return ErrorCode.INTERRUPTED, "Stopped at once by a second stop signal."
+        if self.elapsed() > self.max_seconds + self.grace:
+            return (
+                ErrorCode.DEADLINE_EXCEEDED,
+                f"The job ran past maxJobSeconds plus the {self.grace:g} s grace and was ended.",
+            )
+        requested_at = self.stop_requested_at
+        if requested_at is not None and self.clock.monotonic() - requested_at > self.grace:
+            return (
+                ErrorCode.STOP_TIMEOUT,
+                f"The job did not stop within {self.grace:g} s of the request and was ended.",
+            )
+        return None
 
     def enter(self, phase: Phase) -> None:
         self.phase = phase
@@ -237,21 +250,24 @@ class JobControl:
         self.details = {}
         self.stream.emit("phase", phase=phase, elapsedSeconds=round(self.elapsed(), 3))
 
-    def _heartbeat(self) -> None:
-        if time.monotonic() - self.stream.last_emit < self.heartbeat_seconds:
-            return
+    def heartbeat(self) -> bool:
+        """Emit a heartbeat when no event was written for `heartbeat_seconds`; True if one was."""
+        if self.clock.monotonic() - self.stream.last_emit < self.heartbeat_seconds:
+            return False
         if self.stream.terminal_written or not self.stream.acquire(timeout=0.5):
-            return
+            return False
         try:
-            if not self.stream.terminal_written:
-                self.stream.emit(
-                    "heartbeat",
-                    phase=self.phase,
-                    elapsedSeconds=round(self.elapsed(), 3),
-                    activity=self.activity,
-                    paused=self.paused_since is not None,
-                    **self.details,
-                )
+            if self.stream.terminal_written:
+                return False
+            self.stream.emit(
+                "heartbeat",
+                phase=self.phase,
+                elapsedSeconds=round(self.elapsed(), 3),
+                activity=self.activity,
+                paused=self.paused_since is not None,
+                **self.details,
+            )
+            return True
         finally:
             self.stream.release()
 

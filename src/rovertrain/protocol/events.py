@@ -14,12 +14,18 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Protocol, TypeAlias, runtime_checkable
 
 import orjson
 
+from rovertrain.contracts.clock import SYSTEM_CLOCK, Clock
+
 FORMAT_VERSION = 1
 TERMINAL_KINDS = frozenset({"complete", "error"})
+
+Event: TypeAlias = dict[str, object]
+"""One event as emitted: the envelope and the fields, values that `encode` serialises (JSON
+values, numpy scalars and arrays, paths, sets)."""
 
 # Fields each kind must carry beyond the envelope: the `required` lists of
 # `schemas/events.schema.json`, kind for kind and in the same order (tests/test_events.py keeps
@@ -81,7 +87,7 @@ class ContractViolation(Exception):
     """An event that does not satisfy its own contract (a bug in rovertrain)."""
 
 
-def non_finite_path(value: Any, path: str = "") -> str | None:
+def non_finite_path(value: object, path: str = "") -> str | None:
     """JSON pointer of the first non-finite float inside `value`, or None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else (path or "/")
@@ -98,9 +104,15 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
     return None
 
 
-def _default(value: Any) -> Any:
-    # numpy scalars and arrays without importing numpy here.
-    if hasattr(value, "tolist"):
+@runtime_checkable
+class _ToList(Protocol):
+    """numpy scalars and arrays, without importing numpy here."""
+
+    def tolist(self) -> object: ...
+
+
+def _default(value: object) -> object:
+    if isinstance(value, _ToList):
         return value.tolist()
     if isinstance(value, Path):
         return str(value)
@@ -109,12 +121,12 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def encode(event: dict[str, Any]) -> bytes:
+def encode(event: Event) -> bytes:
     line: bytes = orjson.dumps(event, default=_default, option=orjson.OPT_SERIALIZE_NUMPY)
     return line + b"\n"
 
 
-def check_event(event: dict[str, Any]) -> None:
+def check_event(event: Event) -> None:
     kind = event.get("kind")
     if kind not in REQUIRED_FIELDS:
         raise ContractViolation(f"unknown event kind {kind!r}")
@@ -127,19 +139,23 @@ def check_event(event: dict[str, Any]) -> None:
 
 
 class EventStream:
-    """Writes events to a file descriptor and, optionally, appends them to a replay log."""
+    """Writes events to a file descriptor and, optionally, appends them to a replay log.
 
-    def __init__(self, fd: int | None, *, strict: bool | None = None):
+    `last_emit` is on `clock` (the job's, so that heartbeats can tell how long it was quiet).
+    """
+
+    def __init__(self, fd: int | None, *, strict: bool | None = None, clock: Clock = SYSTEM_CLOCK):
         self._fd = fd
+        self.clock = clock
         self._seq = 0
         self._lock = threading.RLock()
         self._job_id: str | None = None
         self._mirror: IO[bytes] | None = None
         self.terminal_written = False
         self.reader_gone = False
-        self.last_emit = time.monotonic()
+        self.last_emit = clock.monotonic()
         self.on_reader_gone: Callable[[], None] | None = None
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.listeners: list[Callable[[Event], None]] = []
         if strict is None:
             strict = os.environ.get("ROVERTRAIN_STRICT_EVENTS") == "1"
         self.strict = strict
@@ -162,7 +178,7 @@ class EventStream:
         with self._lock:
             self._mirror = open(path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, kind: str, **fields: object) -> None:
         with self._lock:
             if self.terminal_written:
                 raise ContractViolation(f"{kind} event after the terminal event")
@@ -195,8 +211,8 @@ class EventStream:
                         f"rovertrain: {type(listener).__name__} disabled after an error: {error}\n"
                     )
 
-    def _envelope(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-        event: dict[str, Any] = {
+    def _envelope(self, kind: str, fields: dict[str, object]) -> Event:
+        event: Event = {
             "kind": kind,
             "v": FORMAT_VERSION,
             "seq": self._seq,
@@ -208,7 +224,7 @@ class EventStream:
         return event
 
     def _write(self, line: bytes) -> None:
-        self.last_emit = time.monotonic()
+        self.last_emit = self.clock.monotonic()
         if self._mirror is not None:
             self._mirror.write(line)
         if self._fd is None or self.reader_gone:
