@@ -66,7 +66,8 @@ def parts_ms(world: str, policy: RoverPolicy, ticks: int = 200) -> tuple[float, 
 def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = checkpoint(Path(name))
-        policy, engine, _ = load_policy(str(folder))
+        loaded = load_policy(str(folder))
+        policy, engine = loaded.policy, loaded.engine
         for world in ("road", "warehouse"):
             factors = []
             for _ in range(ROUNDS):

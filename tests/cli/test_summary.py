@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rovertrain.cli.summary import drive_lines, summarise
+from rovertrain.cli.summary import drive_lines, job_lines
 
 
 def _controller(in_lane: float, met: int, stopped: int) -> dict:
@@ -59,7 +59,7 @@ def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
         "promote": True,
         "publication": {"reason": "Latest updated"},
     }
-    lines = summarise([complete])
+    lines = job_lines([complete])
     assert lines[2] == (
         "commands that change what the rover does: 40, recall 0.60, value MSE 0.020 "
         "(repeating the last command: 0.090)"

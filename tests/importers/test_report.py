@@ -29,13 +29,33 @@ def test_no_progress_off_a_terminal() -> None:
     assert out.getvalue() == ""
 
 
+def imported(
+    session_id: str,
+    *,
+    frames: int,
+    commands: int,
+    dropped: dict[str, int] | None = None,
+    existing: bool = False,
+) -> Imported:
+    return Imported(
+        source="tub",
+        session_id=session_id,
+        frames=frames,
+        commands=commands,
+        dropped=dropped or {},
+        path=f"/r/recordings/{session_id}",
+        dry_run=False,
+        existing=existing,
+    )
+
+
 def test_events_of_an_import_follow_the_schema() -> None:
     read, write = os.pipe()
     stream = EventStream(write, strict=True)
     run = ImportRun(stream, Progress(False), dry_run=False)
-    run.imported(Imported("tub", "donkey-a-1", 10, 3, {"pilot": 2}, "/r/recordings/donkey-a-1",
-                          False, False))  # fmt: skip
-    run.imported(Imported("tub", "donkey-b-2", 4, 1, {}, "/r/recordings/donkey-b-2", False, True))
+    written = imported("donkey-a-1", frames=10, commands=3, dropped={"pilot": 2})
+    run.imported(written)
+    run.imported(imported("donkey-b-2", frames=4, commands=1, existing=True))
     run.skipped(Rejected("bad", "donkey-bad", "invalid_recording", "manifest.json: nope"))
     run.finish("donkey")
     os.close(write)
@@ -45,6 +65,13 @@ def test_events_of_an_import_follow_the_schema() -> None:
     complete = events[-1]
     assert complete["accepted"] == ["donkey-a-1", "donkey-b-2"]
     assert complete["rejected"] == {"donkey-bad": "invalid_recording: manifest.json: nope"}
-    assert complete["imports"] == {"source": "donkey", "sessions": 2, "written": 1,
-                                   "existing": 1, "skipped": 1, "frames": 14, "dryRun": False}  # fmt: skip
+    assert complete["imports"] == {
+        "source": "donkey",
+        "sessions": 2,
+        "written": 1,
+        "existing": 1,
+        "skipped": 1,
+        "frames": 14,
+        "dryRun": False,
+    }
     assert events[2]["source"] == "bad"

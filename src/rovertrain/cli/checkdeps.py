@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import platform
-from typing import Any
+from types import ModuleType
 
 from rovertrain import __version__
 from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.json_types import JsonObject
 
 
-def self_test() -> dict[str, Any]:
+def self_test() -> JsonObject:
     """Encode a few frames to VP8 WebM in memory, decode them back, compare."""
     import av
     import numpy as np
@@ -50,8 +51,9 @@ def self_test() -> dict[str, Any]:
     return {"codec": "libvpx", "frames": len(decoded), "meanAbsoluteError": round(error, 3)}
 
 
-def check_dependencies() -> dict[str, Any]:
-    versions: dict[str, Any] = {"python": platform.python_version(), "rovertrain": __version__}
+def check_dependencies() -> JsonObject:
+    """The `dependencies` event's fields."""
+    versions: JsonObject = {"python": platform.python_version(), "rovertrain": __version__}
     for name in ("numpy", "torch", "av", "orjson", "rich", "click", "safetensors"):
         try:
             module = __import__(name)
@@ -83,7 +85,7 @@ def check_dependencies() -> dict[str, Any]:
     }
 
 
-def _version(name: str, module: Any) -> str:
+def _version(name: str, module: ModuleType) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -92,9 +94,9 @@ def _version(name: str, module: Any) -> str:
         return str(getattr(module, "__version__", "unknown"))
 
 
-def _optional_versions(names: tuple[str, ...]) -> dict[str, str | None]:
+def _optional_versions(names: tuple[str, ...]) -> JsonObject:
     """The `rovertrain[deploy]` packages (export, runtime): a version, or None if missing."""
-    found: dict[str, str | None] = {}
+    found: JsonObject = {}
     for name in names:
         try:
             module = __import__(name)

@@ -31,8 +31,10 @@ def inspect_root(
         root=root,
         sessions=processing_order(job_sessions(job), 0),
         schema=initial_schema(),
-        config=job.config,
         seed=0,
+        threads=job.config.execution.threads,
+        decoding=job.config.decoding,
+        sampling=job.config.sampling,
         keep_windows=False,
     )
     dataset = build_dataset(request, stream, Unwatched())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import click
 
@@ -67,7 +67,7 @@ def require_linux() -> None:
         )
 
 
-def _emit_error(stream: EventStream, fields: dict[str, Any], code: ExitCode) -> int:
+def _emit_error(stream: EventStream, fields: Mapping[str, object], code: ExitCode) -> int:
     if not stream.terminal_written:
         stream.emit("error", **fields)
     from rovertrain.protocol.console import console_line
@@ -131,7 +131,7 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
         if world.leads and (stderr_is_terminal() if progress is None else progress):
             from rovertrain.cli.progressview import ProgressView
 
-            watchers.append(ProgressView(len(job.sessions or ()), job.config.maxJobSeconds))
+            watchers.append(ProgressView(len(job.sessions or ()), job.config.budget.maxJobSeconds))
         return run_job(job, stream, watchers)
 
     _run_with_events(body, writes_events=world.leads)
@@ -366,10 +366,11 @@ def export(
 
         exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
         stream.emit("exported", **exported)
+        parity = exported["parity"]
+        assert isinstance(parity, dict)
         console_line(
             f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "
-            f"max |dp| {exported['parity']['maxAbsDiffProbability']:.2e} "
-            f"on {exported['parity']['windows']} windows)"
+            f"max |dp| {parity['maxAbsDiffProbability']:.2e} on {parity['windows']} windows)"
         )
         return ExitCode.COMPLETED
 

@@ -1,8 +1,28 @@
-"""Live progress on stderr for a person at a terminal (rich), fed by the event stream."""
+"""Live progress of `rovertrain run` on stderr for a person at a terminal (rich), fed by the
+event stream.
+
+`replay` and `import` follow one stream of work and say it on one line
+(`protocol.progress.ProgressLine`); a job decodes several sessions at once while its budget
+runs, so it gets a row per session being decoded, one for training and one for the budget.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+
+def _text(event: Mapping[str, object], key: str) -> str:
+    value = event.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _number(event: Mapping[str, object], key: str) -> float:
+    value = event.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 class ProgressView:
@@ -23,8 +43,8 @@ class ProgressView:
         )
         self.sessions = self.progress.add_task("sessions", total=max(1, sessions), detail="")
         self.budget = self.progress.add_task("budget s", total=max_seconds, detail="")
-        self.training: Any = None
-        self.decoders: dict[str, Any] = {}
+        self.training: TaskID | None = None
+        self.decoders: dict[str, TaskID] = {}
         self.progress.start()
 
     def show_decoding(self, decoding: dict[str, int]) -> None:
@@ -39,25 +59,26 @@ class ProgressView:
                 )
             self.progress.update(self.decoders[session_id], completed=frames)
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Mapping[str, object]) -> None:
         kind = event["kind"]
         if kind == "started":  # the job may have listed every session under the root
-            self.progress.update(self.sessions, total=max(1, event["sessions"]))
+            self.progress.update(self.sessions, total=max(1, _number(event, "sessions")))
         if kind in ("dataset", "skipped"):
-            note = "skipped" if kind == "skipped" else f"{event['windows']} windows"
+            note = "skipped" if kind == "skipped" else f"{_number(event, 'windows'):.0f} windows"
             self.progress.advance(self.sessions)
-            self.progress.update(self.sessions, detail=f"{event['sessionId']}: {note}")
+            self.progress.update(self.sessions, detail=f"{_text(event, 'sessionId')}: {note}")
         elif kind == "heartbeat":
-            self.progress.update(self.sessions, detail=event.get("activity", ""))
+            self.progress.update(self.sessions, detail=_text(event, "activity"))
         elif kind == "progress":
             if self.training is None:
                 self.training = self.progress.add_task("training", total=None, detail="")
-            detail = f"loss {event['loss']:.4f}  {event['examplesPerSecond']:.0f} ex/s"
-            self.progress.update(self.training, completed=event["steps"], detail=detail)
+            loss, speed = _number(event, "loss"), _number(event, "examplesPerSecond")
+            detail = f"loss {loss:.4f}  {speed:.0f} ex/s"
+            self.progress.update(self.training, completed=_number(event, "steps"), detail=detail)
         if "elapsedSeconds" in event:
-            phase = event.get("phase", "")
-            self.progress.update(self.budget, completed=event["elapsedSeconds"], detail=phase)
-        if kind == "phase" and event["phase"] != "decode":
+            elapsed, phase = _number(event, "elapsedSeconds"), _text(event, "phase")
+            self.progress.update(self.budget, completed=elapsed, detail=phase)
+        if kind == "phase" and _text(event, "phase") != "decode":
             self.show_decoding({})
         if kind in ("complete", "error"):
             self.progress.stop()

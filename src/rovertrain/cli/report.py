@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rovertrain.cli.summary import summarise
+from rovertrain.cli.summary import job_lines
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.protocol.console import console_line
 from rovertrain.protocol.eventlog import read_events
@@ -98,7 +98,7 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
             figure.savefig(temporary, format="png")
     finally:
         plt.close(figure)
-    for line in summarise(events):
+    for line in job_lines(events):
         console_line(line)
     console_line(f"report: {path}")
     return {"path": str(path), "width": WIDTH_IN * DPI, "height": HEIGHT_IN * DPI}

@@ -10,7 +10,8 @@ from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.layout import Layout
 
 
-def summarise(events: list[dict[str, Any]]) -> list[str]:
+def job_lines(events: list[dict[str, Any]]) -> list[str]:
+    """A job's event log in words: sessions, outcome, held-out figures, gate, checkpoint."""
     lines = []
     datasets = [e for e in events if e["kind"] == "dataset"]
     skipped = [e for e in events if e["kind"] == "skipped"]
@@ -144,7 +145,7 @@ def main(argv: list[str]) -> int:
         print(Layout(Path(started["root"])).job(started["jobId"]).path)
         return 0
     events = list(read_events(Path(argv[1])))
-    sys.stderr.write("\n" + "\n".join(summarise(events)) + "\n")
+    sys.stderr.write("\n" + "\n".join(job_lines(events)) + "\n")
     return 0
 
 

@@ -13,13 +13,86 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.rollout import BASELINES, FrameSink, RolloutMetrics, Trace, closed_loop_report
+from rovertrain.sim.rollout import (
+    BASELINES,
+    ClosedLoopReport,
+    FrameSink,
+    RolloutMetrics,
+    RolloutTrace,
+    closed_loop_report,
+)
 from rovertrain.sim.worlds import WORLDS
+
+if TYPE_CHECKING:
+    from rovertrain.deploy.rollout_media import RolloutVideo
+
+
+class DriveMedia:
+    """--out: the policy's rollout on the first seed as rollout.mp4, and every controller's
+    path on the first seed as trajectory.png."""
+
+    def __init__(self, directory: Path | None, world: str, first_seed: int):
+        self.directory, self.world, self.first_seed = directory, world, first_seed
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.video: RolloutVideo | None = None
+        self.first_traces: list[RolloutTrace] = []
+
+    def video_for(self, seed: int) -> FrameSink | None:
+        """The frame sink of the policy's rollout on `seed` (only the first seed is filmed)."""
+        if self.directory is None or seed != self.first_seed:
+            return None
+        from rovertrain.deploy.rollout_media import RolloutVideo
+
+        self.video = RolloutVideo(self.directory / "rollout.mp4", dict(WORLDS[self.world].roles))
+        return self.video
+
+    def rollout_done(self, metrics: RolloutMetrics, trace: RolloutTrace) -> None:
+        if metrics.seed != self.first_seed:
+            return
+        if metrics.controller == "policy" and self.video is not None:
+            self.video.close()
+        self.first_traces.append(trace)
+
+    def files(self) -> dict[str, str]:
+        """Draws trajectory.png; the `files` field of `drove`."""
+        if self.directory is None:
+            return {}
+        from rovertrain.deploy.rollout_media import draw_trajectories
+
+        trajectory = self.directory / "trajectory.png"
+        draw_trajectories(trajectory, self.first_traces, self.world, self.first_seed)
+        files = {"trajectory": str(trajectory)}
+        if (self.directory / "rollout.mp4").is_file():
+            files["rollout"] = str(self.directory / "rollout.mp4")
+        return files
+
+
+def rollout_line(metrics: RolloutMetrics) -> str:
+    """One rollout in words (stderr)."""
+    stop = metrics.stop_rate
+    return (
+        f"{metrics.controller:>8} seed {metrics.seed}: in lane {metrics.in_lane_fraction:6.1%}"
+        f", |offset| {metrics.mean_abs_offset:.2f}, obstacles {metrics.obstacles_met} met "
+        f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
+        + ("" if stop is None else f" ({stop:.0%})")
+        + f", {metrics.distance_m:.0f} m"
+    )
+
+
+def margins_line(report: ClosedLoopReport) -> str:
+    """The policy against each baseline in words (stderr)."""
+    line = f"policy: in lane {report.summaries['policy'].in_lane_fraction:.1%}"
+    for name, gap in report.margins.items():
+        line += f"; vs {name} {gap.in_lane_fraction:+.1%}"
+        if gap.stop_rate is not None:
+            line += f" (stops {gap.stop_rate:+.0%})"
+    return line
 
 
 def drive_policy(
@@ -35,81 +108,44 @@ def drive_policy(
     from rovertrain.protocol.console import console_line
 
     started = time.monotonic()
+
+    # 1. The world and the policy (and which baselines drive next to it).
     if world not in WORLDS:
         raise RovertrainError(
             ErrorCode.USAGE, f"--world {world!r}: unknown; known: {', '.join(WORLDS)}."
         )
-    policy, engine, identity = load_policy(checkpoint)
+    loaded = load_policy(checkpoint)
     controllers = ("policy", *BASELINES) if baselines else ("policy",)
-    directory = Path(out).resolve() if out is not None else None
-    if directory is not None:
-        directory.mkdir(parents=True, exist_ok=True)
-    first_traces: list[Trace] = []
-    video: Any = None
+    media = DriveMedia(Path(out).resolve() if out is not None else None, world, seeds[0])
 
-    def make_video(seed: int) -> FrameSink | None:
-        nonlocal video
-        if directory is None or seed != seeds[0]:
-            return None
-        from rovertrain.deploy.rollout_media import RolloutVideo
-
-        video = RolloutVideo(directory / "rollout.mp4", dict(WORLDS[world].roles))
-        return video  # type: ignore[no-any-return]
-
-    def emit(metrics: RolloutMetrics, trace: Trace) -> None:
-        if metrics.controller == "policy" and video is not None and metrics.seed == seeds[0]:
-            video.close()
-        if metrics.seed == seeds[0]:
-            first_traces.append(trace)
+    # 2. Every controller on every seed: a `rollout` event and a line on stderr each.
+    def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace) -> None:
+        media.rollout_done(metrics, trace)
         stream.emit("rollout", world=world, **metrics.event_fields())
-        stop = metrics.stop_rate
-        console_line(
-            f"{metrics.controller:>8} seed {metrics.seed}: in lane {metrics.in_lane_fraction:6.1%}"
-            f", |offset| {metrics.mean_abs_offset:.2f}, obstacles {metrics.obstacles_met} met "
-            f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
-            + ("" if stop is None else f" ({stop:.0%})")
-            + f", {metrics.distance_m:.0f} m"
-        )
+        console_line(rollout_line(metrics))
 
     report = closed_loop_report(
-        lambda: policy,
+        lambda: loaded.policy,
         world,
         seeds,
         seconds,
         controllers=controllers,
-        on_rollout=emit,
-        video=make_video,
+        on_rollout=on_rollout,
+        video=media.video_for,
     )
-    files: dict[str, str] = {}
-    if directory is not None:
-        from rovertrain.deploy.rollout_media import draw_trajectories
 
-        trajectory = directory / "trajectory.png"
-        draw_trajectories(trajectory, first_traces, world, seeds[0])
-        files = {"trajectory": str(trajectory)}
-        if (directory / "rollout.mp4").is_file():
-            files["rollout"] = str(directory / "rollout.mp4")
+    # 3. The pictures, then the `drove` summary.
+    files = media.files()
     elapsed = time.monotonic() - started
     simulated = seconds * len(seeds) * len(controllers)
     stream.emit(
         "drove",
-        model={
-            **identity,
-            "engine": engine,
-            "threshold": policy.threshold,
-            "steeringDeadband": policy.steering_deadband,
-        },
+        model=loaded.model_fields(),
         files=files,
         elapsedSeconds=round(elapsed, 3),
         simulatedSeconds=round(simulated, 3),
         realtimeFactor=round(simulated / max(elapsed, 1e-9), 2),
         **report.summary_fields(),
     )
-    policy_row = report.summaries["policy"]
-    line = f"policy: in lane {policy_row.in_lane_fraction:.1%}"
-    for name, gap in report.margins.items():
-        line += f"; vs {name} {gap.in_lane_fraction:+.1%}"
-        if gap.stop_rate is not None:
-            line += f" (stops {gap.stop_rate:+.0%})"
-    console_line(line)
+    console_line(margins_line(report))
     return ExitCode.COMPLETED

@@ -4,18 +4,19 @@ it (overlay.mp4, PyAV) and the probabilities and values against the human's over
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import av
 import numpy as np
 
-from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.command_schema import Schema, Slot
 from rovertrain.contracts.observation import TICK_MS
+from rovertrain.deploy.mp4_writer import Mp4Writer
+from rovertrain.deploy.replay_trace import HumanWindows, TraceArrays
 
 if TYPE_CHECKING:
-    from rovertrain.deploy.replay import HumanLabels
+    from matplotlib.axes import Axes
+
     from rovertrain.runtime.policy import Decision
 
 VIDEO_WIDTH = 320
@@ -34,15 +35,7 @@ class OverlayWriter:
         self.path = path
         self.schema = schema
         self.threshold = threshold
-        self.container: Any = None
-        self.stream: Any = None
-        self.index = 0
-
-    def _open(self, width: int, height: int) -> None:
-        self.container = av.open(str(self.path), mode="w")
-        self.stream = self.container.add_stream("libx264", rate=1000 // TICK_MS)
-        self.stream.width, self.stream.height, self.stream.pix_fmt = width, height, "yuv420p"
-        self.stream.codec_context.options = {"preset": "veryfast", "crf": "26"}
+        self.video = Mp4Writer(path, TICK_MS)
 
     def add(
         self,
@@ -52,17 +45,26 @@ class OverlayWriter:
         fires: np.ndarray,
         values: np.ndarray,
     ) -> None:
+        """This tick's camera frame (as decoded) with the model's `decision` and what the
+        human sent in its window (`fires` [SLOTS], `values` [SLOTS, VALUES])."""
         image = np.rot90(rgb, k=(rotation // 90) % 4) if rotation else rgb
         step = max(1, int(np.ceil(image.shape[1] / VIDEO_WIDTH)))
         camera = image[::step, ::step]
         width = camera.shape[1] - camera.shape[1] % 2
+        picture = np.concatenate([camera[:, :width], self._panel(width, decision, fires, values)])
+        if picture.shape[0] % 2:  # H.264 in yuv420p needs an even height
+            picture = picture[:-1]
+        self.video.add(picture)
+
+    def _panel(
+        self, width: int, decision: Decision, fires: np.ndarray, values: np.ndarray
+    ) -> np.ndarray:
         rows = sum(1 + len(slot["values"]) for slot in self.schema)
         panel = np.full((rows * ROW + 4, width, 3), 24, dtype=np.uint8)
         line = 2
         for index, slot in enumerate(self.schema):
             name = slot["type"]
-            probability = decision.probability[name]
-            bar = int(probability * (width - 24))
+            bar = int(decision.probability[name] * (width - 24))
             colour = FIRE_COLOUR if decision.fire[name] else MODEL_COLOUR
             panel[line + 2 : line + ROW - 2, 20 : 20 + bar] = colour
             mark = 20 + int(self.threshold * (width - 24))
@@ -75,33 +77,14 @@ class OverlayWriter:
                 predicted = decision.values[name][value_name]
                 _value_bar(panel, line + 1, centre, width, predicted, MODEL_COLOUR)
                 if fires[index]:
-                    _value_bar(
-                        panel,
-                        line + ROW // 2,
-                        centre,
-                        width,
-                        float(values[index, column]),
-                        HUMAN_COLOUR,
-                    )
+                    human = float(values[index, column])
+                    _value_bar(panel, line + ROW // 2, centre, width, human, HUMAN_COLOUR)
                 panel[line : line + ROW, centre : centre + 1] = 120
                 line += ROW
-        picture = np.concatenate([camera[:, :width], panel], axis=0)
-        if picture.shape[0] % 2:
-            picture = picture[:-1]
-        if self.container is None:
-            self._open(picture.shape[1], picture.shape[0])
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="rgb24")
-        frame.pts, frame.time_base = self.index, Fraction(TICK_MS, 1000)
-        self.index += 1
-        for packet in self.stream.encode(frame):
-            self.container.mux(packet)
+        return panel
 
     def close(self) -> None:
-        if self.container is not None:
-            for packet in self.stream.encode():
-                self.container.mux(packet)
-            self.container.close()
-            self.container = None
+        self.video.close()
 
 
 def _value_bar(
@@ -114,14 +97,14 @@ def _value_bar(
 
 def draw_timeline(
     path: Path,
-    data: dict[str, np.ndarray],
-    human: HumanLabels,
+    trace: TraceArrays,
+    human: HumanWindows,
     schema: Schema,
     threshold: float,
     session_id: str,
 ) -> None:
     """One row per command type (probability, threshold, human commands), plus one row per
-    value (model against human)."""
+    value (model against human). `human`: the windows of every tick of `trace`."""
     try:
         import matplotlib
 
@@ -135,8 +118,7 @@ def draw_timeline(
             "timeline.png needs matplotlib: install rovertrain[report].",
             str(error),
         ) from None
-    seconds = data["ticks"] / 1000.0
-    fires, values, available, _ = human.gather(data["human"])
+    seconds = trace.ticks / 1000.0
     rows: list[tuple[int, int | None]] = [(index, None) for index in range(len(schema))]
     rows += [
         (index, column)
@@ -147,44 +129,58 @@ def draw_timeline(
         len(rows), 1, figsize=(14, 1.6 * len(rows) + 0.6), sharex=True, squeeze=False
     )
     for axis, (index, column) in zip(axes[:, 0], rows, strict=True):
-        slot = schema[index]
         if column is None:
-            axis.plot(
-                seconds,
-                data["probability"][:, index],
-                color="tab:blue",
-                linewidth=0.8,
-                label="model p",
-            )
-            axis.axhline(threshold, color="grey", linestyle="--", linewidth=0.7)
-            sent = fires[:, index]
-            axis.scatter(
-                seconds[sent],
-                np.full(int(sent.sum()), 1.02),
-                marker="|",
-                color="tab:orange",
-                label="human sent",
-            )
-            axis.set_ylim(-0.02, 1.08)
-            axis.set_ylabel(slot["type"], rotation=0, ha="right")
+            _probability_row(axis, seconds, trace, human, index, schema[index], threshold)
         else:
-            name = slot["values"][column]
-            axis.plot(
-                seconds,
-                data["values"][:, index, column],
-                color="tab:blue",
-                linewidth=0.8,
-                label="model",
-            )
-            mask = fires[:, index] & available[:, index, column]
-            axis.scatter(
-                seconds[mask], values[mask, index, column], s=6, color="tab:orange", label="human"
-            )
-            axis.set_ylim(-1.1, 1.1)
-            axis.set_ylabel(f"{slot['type']}.{name}", rotation=0, ha="right")
+            _value_row(axis, seconds, trace, human, index, schema[index], column)
         axis.legend(loc="upper right", fontsize=7)
     axes[-1, 0].set_xlabel("seconds (command clock)")
     figure.suptitle(f"replay of {session_id}: model against the human, per 100 ms window")
     figure.tight_layout()
     figure.savefig(path, dpi=80)
     plt.close(figure)
+
+
+def _probability_row(
+    axis: Axes,
+    seconds: np.ndarray,
+    trace: TraceArrays,
+    human: HumanWindows,
+    index: int,
+    slot: Slot,
+    threshold: float,
+) -> None:
+    """The model's probability for one type, the threshold, and when the human sent it."""
+    probability = trace.probability[:, index]
+    axis.plot(seconds, probability, color="tab:blue", linewidth=0.8, label="model p")
+    axis.axhline(threshold, color="grey", linestyle="--", linewidth=0.7)
+    sent = human.fires[:, index]
+    axis.scatter(
+        seconds[sent],
+        np.full(int(sent.sum()), 1.02),
+        marker="|",
+        color="tab:orange",
+        label="human sent",
+    )
+    axis.set_ylim(-0.02, 1.08)
+    axis.set_ylabel(slot["type"], rotation=0, ha="right")
+
+
+def _value_row(
+    axis: Axes,
+    seconds: np.ndarray,
+    trace: TraceArrays,
+    human: HumanWindows,
+    index: int,
+    slot: Slot,
+    column: int,
+) -> None:
+    """One value of one type: the model's every tick, the human's where it sent one."""
+    name = slot["values"][column]
+    predicted = trace.values[:, index, column]
+    axis.plot(seconds, predicted, color="tab:blue", linewidth=0.8, label="model")
+    mask = human.fires[:, index] & human.available[:, index, column]
+    sent = human.values[mask, index, column]
+    axis.scatter(seconds[mask], sent, s=6, color="tab:orange", label="human")
+    axis.set_ylim(-1.1, 1.1)
+    axis.set_ylabel(f"{slot['type']}.{name}", rotation=0, ha="right")

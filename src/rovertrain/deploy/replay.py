@@ -3,9 +3,8 @@
 The streaming path, tick by tick: every command the human sent before a tick is fed to
 `RoverPolicy.observe_command`, the tick's frame (full size) to `RoverPolicy.tick`. Each tick
 becomes a `prediction` event next to what the human sent in that window; the `replayed` event
-sums it up per command type with the same metrics as the job's held-out evaluation (over the
-windows training would use: frame not stale, no unsupported command), plus confusion counts,
-mean value error and, for stop-role types, how early or late the model's stop came.
+sums it up per command type with the same metrics as the job's held-out evaluation
+(`replay_figures`).
 
 CHECKPOINT is an exported folder (onnxruntime) or a checkpoint folder (torch, same runtime
 code around it). `--blind` replaces every frame with a constant grey picture and also runs
@@ -14,48 +13,71 @@ the sighted model, so the summary shows how much of the result came from the cam
 
 from __future__ import annotations
 
-import math
-import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, validate_schema
+from rovertrain.contracts.command_schema import SLOTS, VALUES
 from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.recording import Command, load_recording, read_command_log
-from rovertrain.data.windows import Labels, label_windows
-from rovertrain.learn.metrics import event_metrics
+from rovertrain.data.recording import Command, Recording, load_recording, read_command_log
+from rovertrain.deploy.replay_figures import replay_figures
+from rovertrain.deploy.replay_trace import HumanLabels, HumanWindows, ReplayTrace
 from rovertrain.protocol.events import EventStream
-from rovertrain.runtime.policy import MANIFEST_FILE, PolicyFileError, RoverPolicy
+from rovertrain.protocol.progress import ProgressLine
+from rovertrain.runtime.policy import MANIFEST_FILE, Decision, PolicyFileError, RoverPolicy
 
-STOP_MATCH_MS = 2000
-"""A predicted stop within this distance of a human stop onset counts as that stop."""
+if TYPE_CHECKING:
+    from rovertrain.deploy.overlay import OverlayWriter
+    from rovertrain.deploy.stream import TickFrame
+    from rovertrain.learn.policy import Policy
 
 
 class TorchSession:
     """The onnxruntime `run` interface over the torch Policy (replay of a checkpoint)."""
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Policy):
         self.model = model
 
-    def run(self, _names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def run(
+        self, output_names: list[str] | None, input_feed: dict[str, np.ndarray], /
+    ) -> list[np.ndarray]:
         import torch
 
         with torch.inference_mode():
             logits, values = self.model(
-                torch.from_numpy(feeds["images"]), torch.from_numpy(feeds["states"])
+                torch.from_numpy(input_feed["images"]), torch.from_numpy(input_feed["states"])
             )
         return [logits.numpy(), values.numpy()]
 
 
-def load_policy(path_text: str) -> tuple[RoverPolicy, str, dict[str, Any]]:
-    """(policy, engine, model identity) from an exported folder or a checkpoint folder."""
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A policy ready to tick, what runs it and which published model it is."""
+
+    policy: RoverPolicy
+    engine: str  # "onnxruntime" (an exported folder) or "torch" (a checkpoint folder)
+    identity: JsonObject  # the model's id, name and createdAt
+
+    def model_fields(self) -> dict[str, object]:
+        """The `model` field of the `replayed` and `drove` events."""
+        return {
+            **self.identity,
+            "engine": self.engine,
+            "threshold": self.policy.threshold,
+            "steeringDeadband": self.policy.steering_deadband,
+        }
+
+
+def load_policy(path_text: str) -> LoadedPolicy:
+    """An exported folder (onnxruntime) or a checkpoint folder (torch), verified first."""
     path = Path(path_text).resolve()
     if (path / MANIFEST_FILE).is_file():
         try:
@@ -64,7 +86,7 @@ def load_policy(path_text: str) -> tuple[RoverPolicy, str, dict[str, Any]]:
             raise RovertrainError(
                 "invalid_checkpoint", f"The exported model at {path} does not verify.", str(error)
             ) from None
-        return policy, "onnxruntime", dict(policy.spec.get("model") or {})
+        return LoadedPolicy(policy, "onnxruntime", policy.spec.model.to_json())
     import torch
     from safetensors.torch import load as load_safetensors
 
@@ -77,134 +99,7 @@ def load_policy(path_text: str) -> tuple[RoverPolicy, str, dict[str, Any]]:
     model.eval()
     torch.set_num_threads(1)
     spec = runtime_specification(meta, *decision_rules(meta))
-    return RoverPolicy(TorchSession(model), spec), "torch", dict(spec["model"])
-
-
-@dataclass
-class Trace:
-    """Everything the replay saw, one row per tick."""
-
-    ticks: list[int] = field(default_factory=list)
-    probability: list[np.ndarray] = field(default_factory=list)
-    values: list[np.ndarray] = field(default_factory=list)
-    sighted: list[np.ndarray] = field(default_factory=list)  # --blind: the camera's run
-    usable: list[bool] = field(default_factory=list)
-    human: list[int] = field(default_factory=list)  # row in the label grid, -1: none
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {
-            "ticks": np.asarray(self.ticks, dtype=np.int64),
-            "probability": np.asarray(self.probability, dtype=np.float64).reshape(-1, SLOTS),
-            "values": np.asarray(self.values, dtype=np.float32).reshape(-1, SLOTS, VALUES),
-            "usable": np.asarray(self.usable, dtype=bool),
-            "human": np.asarray(self.human, dtype=np.int64),
-        }
-
-
-class HumanLabels:
-    """What the human sent in each window, on a 100 ms grid covering every command."""
-
-    def __init__(self, commands: list[Command], schema: Schema):
-        times = [command.t for command in commands] or [0.0]
-        self.first = math.floor(min(0.0, min(times)) / TICK_MS) * TICK_MS
-        last = math.floor(max(times) / TICK_MS) * TICK_MS
-        grid = np.arange(self.first, last + TICK_MS, TICK_MS, dtype=np.int64)
-        self.labels: Labels = label_windows(grid, commands, schema)
-        self.count = len(grid)
-
-    def row(self, tick: int) -> int:
-        index = (tick - self.first) // TICK_MS
-        return int(index) if 0 <= index < self.count else -1
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(fires, values, available, unsupported) for grid rows (-1: nothing sent)."""
-        count = len(rows)
-        fires = np.zeros((count, SLOTS), dtype=bool)
-        values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
-        available = np.zeros((count, SLOTS, VALUES), dtype=bool)
-        unsupported = np.zeros(count, dtype=bool)
-        inside = rows >= 0
-        picked = rows[inside]
-        fires[inside] = self.labels.fires[picked].astype(bool)
-        values[inside] = self.labels.values[picked]
-        available[inside] = self.labels.available[picked].astype(bool)
-        unsupported[inside] = self.labels.unsupported[picked]
-        return fires, values, available, unsupported
-
-
-def type_summary(
-    schema: Schema,
-    predicted: np.ndarray,
-    predicted_values: np.ndarray,
-    fires: np.ndarray,
-    values: np.ndarray,
-    available: np.ndarray,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Per type: confusion counts and the evaluator's metrics; and the overall score."""
-    metrics = event_metrics(
-        predicted, predicted_values, fires, values, available, schema, np.zeros(SLOTS)
-    )
-    types: dict[str, Any] = {}
-    for index, slot in enumerate(schema):
-        p, a = predicted[:, index], fires[:, index]
-        mask = available[:, index] & a[:, None]
-        error = np.abs(predicted_values[:, index] - values[:, index])[mask]
-        row = metrics.per_slot[index]
-        types[slot["type"]] = {
-            "role": slot["role"],
-            "truePositive": int((p & a).sum()),
-            "falsePositive": int((p & ~a).sum()),
-            "falseNegative": int((~p & a).sum()),
-            "trueNegative": int((~p & ~a).sum()),
-            "precision": row.score.precision,
-            "recall": row.score.recall,
-            "f1": row.score.f1,
-            "numericMse": row.numeric_mse,
-            "meanAbsValueError": float(error.mean()) if error.size else None,
-        }
-    overall = {
-        "windows": metrics.windows,
-        "precision": metrics.precision,
-        "recall": metrics.recall,
-        "f1": metrics.f1,
-        "numericMse": metrics.numeric_mse,
-        "stopRecall": metrics.stop_recall,
-        "movementRecall": metrics.movement_recall,
-    }
-    return types, overall
-
-
-def stop_timing(
-    schema: Schema, ticks: np.ndarray, predicted: np.ndarray, fires: np.ndarray
-) -> dict[str, Any]:
-    """For each human stop onset, the nearest predicted stop within ±2 s: + late, - early."""
-    stops = [index for index, slot in enumerate(schema) if slot["role"] == "stop"]
-    if not stops or not len(ticks):
-        return {"onsets": 0, "matched": 0, "matchWindowMs": STOP_MATCH_MS}
-    human: np.ndarray = np.asarray(fires[:, stops].any(axis=1))
-    model: np.ndarray = np.asarray(predicted[:, stops].any(axis=1))
-    onsets = ticks[human & ~np.concatenate([[False], human[:-1]])]
-    fired = ticks[model]
-    offsets = []
-    for onset in onsets:
-        if len(fired):
-            nearest = fired[np.argmin(np.abs(fired - onset))]
-            if abs(nearest - onset) <= STOP_MATCH_MS:
-                offsets.append(float(nearest - onset))
-    result: dict[str, Any] = {
-        "onsets": len(onsets),
-        "matched": len(offsets),
-        "missed": len(onsets) - len(offsets),
-        "matchWindowMs": STOP_MATCH_MS,
-    }
-    if offsets:
-        result.update(
-            medianOffsetMs=float(np.median(offsets)),
-            meanOffsetMs=float(np.mean(offsets)),
-            earlyStops=sum(offset < 0 for offset in offsets),
-            lateStops=sum(offset > 0 for offset in offsets),
-        )
-    return result
+    return LoadedPolicy(RoverPolicy(TorchSession(model), spec), "torch", spec.model.to_json())
 
 
 def _limits(threads: int) -> DecodeLimits:
@@ -213,23 +108,178 @@ def _limits(threads: int) -> DecodeLimits:
     )
 
 
-class Progress:
-    def __init__(self, session_id: str, enabled: bool):
-        self.session_id, self.enabled = session_id, enabled
-        self.started = self.shown = time.monotonic()
+def _not_found(session_id: str, skip: SkipSession) -> RovertrainError:
+    return RovertrainError("not_found", f"Session {session_id}: {skip.reason}", skip.code)
 
-    def update(self, ticks: int, final: bool = False) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self.shown < 0.25 and not final):
-            return
-        self.shown = now
+
+def open_session(root: Path, session_id: str) -> tuple[Recording, list[Command]]:
+    """The recording and every command the human sent; `not_found` when it cannot be read."""
+    if not root.is_dir():
+        raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
+    try:
+        recording = load_recording(root, session_id)
+        return recording, read_command_log(recording).commands
+    except SkipSession as skip:
+        raise _not_found(session_id, skip) from None
+
+
+def session_ticks(recording: Recording, threads: int) -> Iterator[TickFrame]:
+    """One full-size frame per 100 ms tick; `not_found` when the video cannot be decoded."""
+    from rovertrain.deploy.stream import tick_frames
+
+    try:
+        yield from tick_frames(recording.video_path, recording.video_offset_ms, _limits(threads))
+    except SkipSession as skip:
+        raise _not_found(recording.session_id, skip) from None
+
+
+class CommandFeed:
+    """Hands every policy each command the human sent before a tick, once, in order."""
+
+    def __init__(self, commands: Sequence[Command], policies: Sequence[RoverPolicy]):
+        self.commands, self.policies = commands, policies
+        self.position = 0
+
+    def until(self, tick: int) -> None:
+        while self.position < len(self.commands) and self.commands[self.position].t < tick:
+            command = self.commands[self.position]
+            for policy in self.policies:
+                policy.observe_command(command.t, command.type, command.values)
+            self.position += 1
+
+
+class GreyFrames:
+    """--blind: a constant grey picture the size of the camera's, made once per size."""
+
+    def __init__(self) -> None:
+        self.grey: np.ndarray | None = None
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        if self.grey is None or self.grey.shape != frame.shape:
+            self.grey = np.full(frame.shape, BLIND_GREY, dtype=np.uint8)
+        return self.grey
+
+
+def decide(policy: RoverPolicy, item: TickFrame, frame: np.ndarray) -> Decision:
+    policy.rotation = item.rotation
+    return policy.tick(frame, item.tick)
+
+
+def decision_arrays(policy: RoverPolicy, decision: Decision) -> tuple[np.ndarray, np.ndarray]:
+    """(probability [SLOTS], values [SLOTS, VALUES]) of a decision, in slot order."""
+    probability = np.zeros(SLOTS)
+    values = np.zeros((SLOTS, VALUES), dtype=np.float32)
+    for index, command_type in enumerate(policy.types):
+        probability[index] = decision.probability[command_type]
+        for column, name in enumerate(policy.value_names[index]):
+            values[index, column] = decision.values[command_type][name]
+    return probability, values
+
+
+def prediction_types(
+    policy: RoverPolicy, decision: Decision, sent: HumanWindows
+) -> dict[str, dict[str, object]]:
+    """The `prediction` event's `types`: per type the model's decision, and the human's
+    command in this window (`sent`: one row)."""
+    types: dict[str, dict[str, object]] = {}
+    for index, command_type in enumerate(policy.types):
+        entry: dict[str, object] = {
+            "probability": decision.probability[command_type],
+            "fire": decision.fire[command_type],
+            "steer": decision.steer.get(command_type, False),
+            "values": decision.values[command_type],
+            "human": bool(sent.fires[0, index]),
+        }
+        if sent.fires[0, index]:
+            entry["humanValues"] = {
+                name: float(sent.values[0, index, column])
+                for column, name in enumerate(policy.value_names[index])
+                if sent.available[0, index, column]
+            }
+        types[command_type] = entry
+    return types
+
+
+class ReplayProgress:
+    """How much of the drive is replayed and how fast, on one stderr line (a terminal's)."""
+
+    def __init__(self, session_id: str, enabled: bool):
+        self.session_id = session_id
+        self.started = time.monotonic()
+        self.line = ProgressLine(enabled, every_seconds=0.25, first_after_seconds=0.25)
+
+    def text(self, ticks: int) -> str:
         seconds = ticks * TICK_MS / 1000
-        speed = seconds / max(1e-6, now - self.started)
-        end = "\n" if final else ""
-        sys.stderr.write(
-            f"\rreplay {self.session_id}: {seconds:7.1f} s of drive, {speed:5.1f}x realtime{end}"
+        speed = seconds / max(1e-6, time.monotonic() - self.started)
+        return f"replay {self.session_id}: {seconds:7.1f} s of drive, {speed:5.1f}x realtime"
+
+    def update(self, ticks: int) -> None:
+        if self.line.ready():
+            self.line.show(self.text(ticks))
+
+    def finish(self, ticks: int) -> None:
+        self.line.show(self.text(ticks))
+        self.line.end()
+
+
+@dataclass
+class SessionReplay:
+    """One session through the model, tick by tick: what each tick emits and keeps."""
+
+    session_id: str
+    loaded: LoadedPolicy
+    sighted: RoverPolicy | None  # --blind: the same model on the camera, for the comparison
+    human: HumanLabels
+    stream: EventStream
+    overlay: OverlayWriter | None
+    trace: ReplayTrace
+
+    def tick(self, item: TickFrame, frame: np.ndarray) -> None:
+        """`frame`: what the model sees (the camera's, or grey with --blind)."""
+        policy = self.loaded.policy
+        decision = decide(policy, item, frame)
+        row = self.human.row(item.tick)
+        sent = self.human.gather(np.asarray([row]))
+        # The windows training would use: a fresh frame and no unsupported command.
+        usable = bool(item.tick - item.frame_time <= STALE_FRAME_MS and not sent.unsupported[0])
+        if self.sighted is not None:
+            seen = decide(self.sighted, item, item.rgb)
+            sighted = np.zeros(SLOTS)
+            sighted[: len(policy.types)] = [seen.probability[t] for t in policy.types]
+            self.trace.sighted.append(sighted)
+        types = prediction_types(policy, decision, sent)
+        self.stream.emit(
+            "prediction", sessionId=self.session_id, t=item.tick, usable=usable, types=types
         )
-        sys.stderr.flush()
+        probability, values = decision_arrays(policy, decision)
+        self.trace.add(item.tick, probability, values, usable, row)
+        if self.overlay is not None:
+            self.overlay.add(item.rgb, item.rotation, decision, sent.fires[0], sent.values[0])
+
+
+def open_overlay(out: str | None, loaded: LoadedPolicy) -> OverlayWriter | None:
+    """--out: the folder, and overlay.mp4 written while replaying."""
+    if out is None:
+        return None
+    from rovertrain.deploy.overlay import OverlayWriter
+
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = loaded.policy
+    return OverlayWriter(directory / "overlay.mp4", policy.schema, policy.threshold)
+
+
+def finish_files(replay: SessionReplay, overlay: OverlayWriter | None) -> dict[str, str]:
+    """--out: timeline.png beside overlay.mp4; the `files` field of `replayed`."""
+    if overlay is None:
+        return {}
+    from rovertrain.deploy.overlay import draw_timeline
+
+    policy, arrays = replay.loaded.policy, replay.trace.arrays()
+    timeline = overlay.path.parent / "timeline.png"
+    sent = replay.human.gather(arrays.human)
+    draw_timeline(timeline, arrays, sent, policy.schema, policy.threshold, replay.session_id)
+    return {"timeline": str(timeline.resolve()), "overlay": str(overlay.path.resolve())}
 
 
 def replay_session(
@@ -243,159 +293,47 @@ def replay_session(
     stream: EventStream,
 ) -> int:
     started = time.monotonic()
-    policy, engine, identity = load_policy(checkpoint)
-    sighted_policy = load_policy(checkpoint)[0] if blind else None
-    schema: Schema = validate_schema(policy.schema)
-    root = Path(root_text).resolve()
-    if not root.is_dir():
-        raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
-    try:
-        recording = load_recording(root, session_id)
-        commands = read_command_log(recording).commands
-    except SkipSession as skip:
-        raise RovertrainError(
-            "not_found", f"Session {session_id}: {skip.reason}", skip.code
-        ) from None
-    human = HumanLabels(commands, schema)
-    trace = Trace()
-    writer = None
-    if out is not None:
-        from rovertrain.deploy.overlay import OverlayWriter
 
-        directory = Path(out)
-        directory.mkdir(parents=True, exist_ok=True)
-        writer = OverlayWriter(directory / "overlay.mp4", schema, policy.threshold)
-    view = Progress(session_id, progress)
-    position = 0
-    grey: np.ndarray | None = None
-    from rovertrain.deploy.stream import tick_frames
+    # 1. The model; with --blind the same model a second time, to run on the camera.
+    loaded = load_policy(checkpoint)
+    sighted = load_policy(checkpoint).policy if blind else None
+    policy = loaded.policy
 
+    # 2. The session, and what the human sent on the 100 ms grid.
+    recording, commands = open_session(Path(root_text).resolve(), session_id)
+    human = HumanLabels(commands, policy.schema)
+
+    # 3. Tick by tick: commands up to the tick, then the frame; a `prediction` per tick.
+    overlay = open_overlay(out, loaded)
+    replay = SessionReplay(session_id, loaded, sighted, human, stream, overlay, ReplayTrace())
+    feed = CommandFeed(commands, [policy] if sighted is None else [policy, sighted])
+    grey = GreyFrames() if blind else None
+    view = ReplayProgress(session_id, progress)
     try:
-        for item in tick_frames(recording.video_path, recording.video_offset_ms, _limits(threads)):
-            while position < len(commands) and commands[position].t < item.tick:
-                command = commands[position]
-                policy.observe_command(command.t, command.type, command.values)
-                if sighted_policy is not None:
-                    sighted_policy.observe_command(command.t, command.type, command.values)
-                position += 1
-            frame = item.rgb
-            if blind:
-                if grey is None or grey.shape != frame.shape:
-                    grey = np.full(frame.shape, BLIND_GREY, dtype=np.uint8)
-                frame = grey
-            policy.rotation = item.rotation
-            decision = policy.tick(frame, item.tick)
-            row = human.row(item.tick)
-            fires, values, available, unsupported = human.gather(np.asarray([row]))
-            usable = bool(item.tick - item.frame_time <= STALE_FRAME_MS and not unsupported[0])
-            probability = np.zeros(SLOTS)
-            predicted_values = np.zeros((SLOTS, VALUES), dtype=np.float32)
-            types: dict[str, Any] = {}
-            for index, command_type in enumerate(policy.types):
-                names = policy.value_names[index]
-                probability[index] = decision.probability[command_type]
-                for column, name in enumerate(names):
-                    predicted_values[index, column] = decision.values[command_type][name]
-                entry: dict[str, Any] = {
-                    "probability": decision.probability[command_type],
-                    "fire": decision.fire[command_type],
-                    "steer": decision.steer.get(command_type, False),
-                    "values": decision.values[command_type],
-                    "human": bool(fires[0, index]),
-                }
-                if fires[0, index]:
-                    entry["humanValues"] = {
-                        name: float(values[0, index, column])
-                        for column, name in enumerate(names)
-                        if available[0, index, column]
-                    }
-                types[command_type] = entry
-            if sighted_policy is not None:
-                sighted_policy.rotation = item.rotation
-                seen = sighted_policy.tick(item.rgb, item.tick)
-                sighted = np.zeros(SLOTS)
-                sighted[: len(policy.types)] = [seen.probability[t] for t in policy.types]
-                trace.sighted.append(sighted)
-            stream.emit("prediction", sessionId=session_id, t=item.tick, usable=usable, types=types)
-            trace.ticks.append(item.tick)
-            trace.probability.append(probability)
-            trace.values.append(predicted_values)
-            trace.usable.append(usable)
-            trace.human.append(row)
-            if writer is not None:
-                writer.add(item.rgb, item.rotation, decision, fires[0], values[0])
-            view.update(len(trace.ticks))
-    except SkipSession as skip:
-        raise RovertrainError(
-            "not_found", f"Session {session_id}: {skip.reason}", skip.code
-        ) from None
+        for item in session_ticks(recording, threads):
+            feed.until(item.tick)
+            replay.tick(item, item.rgb if grey is None else grey(item.rgb))
+            view.update(len(replay.trace.ticks))
     finally:
-        if writer is not None:
-            writer.close()
-    view.update(len(trace.ticks), final=True)
-    summary = summarise(trace, human, schema, policy.threshold)
-    files: dict[str, str] = {}
-    if out is not None and writer is not None:
-        from rovertrain.deploy.overlay import draw_timeline
+        if overlay is not None:
+            overlay.close()
+    ticks = len(replay.trace.ticks)
+    view.finish(ticks)
 
-        timeline = Path(out) / "timeline.png"
-        draw_timeline(timeline, trace.arrays(), human, schema, policy.threshold, session_id)
-        files = {"timeline": str(timeline.resolve()), "overlay": str(writer.path.resolve())}
-    if sighted_policy is not None and trace.sighted:
-        summary["camera"] = camera_share(trace, human, schema, policy.threshold, summary)
+    # 4. The figures over the usable windows, the pictures, the summary event.
+    figures = replay_figures(replay.trace.arrays(), human, policy.schema, policy.threshold)
+    files = finish_files(replay, overlay)
     elapsed = time.monotonic() - started
-    seconds = len(trace.ticks) * TICK_MS / 1000
     stream.emit(
         "replayed",
         sessionId=session_id,
-        model={
-            **identity,
-            "engine": engine,
-            "threshold": policy.threshold,
-            "steeringDeadband": policy.steering_deadband,
-        },
-        ticks=len(trace.ticks),
+        model=loaded.model_fields(),
+        ticks=ticks,
         blind=blind,
         unknownCommands=policy.unknown_commands,
         files=files,
         elapsedSeconds=round(elapsed, 3),
-        realtimeFactor=round(seconds / max(elapsed, 1e-9), 2),
-        **summary,
+        realtimeFactor=round(ticks * TICK_MS / 1000 / max(elapsed, 1e-9), 2),
+        **figures.to_json(),
     )
     return ExitCode.COMPLETED
-
-
-def summarise(trace: Trace, human: HumanLabels, schema: Schema, threshold: float) -> dict[str, Any]:
-    data = trace.arrays()
-    usable = data["usable"]
-    fires, values, available, _ = human.gather(data["human"][usable])
-    predicted = data["probability"][usable] >= threshold
-    types, overall = type_summary(
-        schema, predicted, data["values"][usable], fires, values, available
-    )
-    overall["usableWindows"] = int(usable.sum())
-    return {
-        "types": types,
-        "overall": overall,
-        "stops": stop_timing(schema, data["ticks"][usable], predicted, fires),
-    }
-
-
-def camera_share(
-    trace: Trace, human: HumanLabels, schema: Schema, threshold: float, blind: dict[str, Any]
-) -> dict[str, Any]:
-    """The sighted model's F1 per type next to the blind one's: the camera's contribution."""
-    data = trace.arrays()
-    usable = data["usable"]
-    fires, values, available, _ = human.gather(data["human"][usable])
-    sighted = np.asarray(trace.sighted).reshape(-1, SLOTS)[usable] >= threshold
-    types, overall = type_summary(schema, sighted, data["values"][usable], fires, values, available)
-    return {
-        "sightedF1": overall["f1"],
-        "blindF1": blind["overall"]["f1"],
-        "f1FromCamera": overall["f1"] - blind["overall"]["f1"],
-        "perType": {
-            name: {"sightedF1": row["f1"], "blindF1": blind["types"][name]["f1"]}
-            for name, row in types.items()
-        },
-    }

@@ -4,14 +4,13 @@ PyAV) and every controller's path along the track (trajectory.png, matplotlib)."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from rovertrain.deploy.mp4_writer import Mp4Writer
 from rovertrain.sim.drivers import SentCommand
-from rovertrain.sim.rollout import FRAME_MS, Trace
+from rovertrain.sim.rollout import FRAME_MS, RolloutTrace
 from rovertrain.sim.world import LANE_HALF_WIDTH, MAX_OFFSET, World
 
 BAR = 16
@@ -28,21 +27,15 @@ class RolloutVideo:
 
     def __init__(self, path: Path, roles: dict[str, str]):
         self.path, self.roles = path, roles
-        self.container: Any = None
-        self.stream: Any = None
-        self.index = 0
+        self.writer = Mp4Writer(path, FRAME_MS)
         self.last: SentCommand | None = None
 
     def __call__(self, frame: np.ndarray, world: World, sent: list[SentCommand]) -> None:
-        import av
+        if sent:
+            self.last = sent[-1]
+        self.writer.add(np.concatenate([frame, self._status_bar(frame.shape[1], world)], axis=0))
 
-        height, width = frame.shape[:2]
-        if self.container is None:
-            self.container = av.open(str(self.path), mode="w")
-            self.stream = self.container.add_stream("libx264", rate=1000 // FRAME_MS)
-            self.stream.width, self.stream.height = width, height + BAR
-            self.stream.pix_fmt = "yuv420p"
-            self.stream.codec_context.options = {"preset": "veryfast", "crf": "26"}
+    def _status_bar(self, width: int, world: World) -> np.ndarray:
         bar = np.full((BAR, width, 3), 24, dtype=np.uint8)
         x = world.pose.x
         inside = abs(x) <= LANE_HALF_WIDTH
@@ -52,29 +45,17 @@ class RolloutVideo:
             bar[:, column] = 200
         column = int((x + MAX_OFFSET) * scale)
         bar[2:-2, max(0, column - 3) : column + 4] = IN_LANE if inside else OUT_OF_LANE
-        if sent:
-            self.last = sent[-1]
         if self.last is not None:
             role = self.roles.get(self.last.type, "other")
             colour = {"stop": STOP_COLOUR, "movement": MOVE_COLOUR}.get(role, OTHER_COLOUR)
             bar[2:-2, 2:14] = colour
-        image = np.concatenate([frame, bar], axis=0)
-        video = av.VideoFrame.from_ndarray(image, format="rgb24")
-        video.pts = self.index
-        video.time_base = Fraction(FRAME_MS, 1000)
-        self.index += 1
-        for packet in self.stream.encode(video):
-            self.container.mux(packet)
+        return bar
 
     def close(self) -> None:
-        if self.container is not None:
-            for packet in self.stream.encode():
-                self.container.mux(packet)
-            self.container.close()
-            self.container = None
+        self.writer.close()
 
 
-def draw_trajectories(path: Path, traces: Sequence[Trace], world: str, seed: int) -> None:
+def draw_trajectories(path: Path, traces: Sequence[RolloutTrace], world: str, seed: int) -> None:
     """Lateral offset along the distance driven, one line per controller, the lane shaded,
     the policy's obstacles marked by outcome."""
     import matplotlib

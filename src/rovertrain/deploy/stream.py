@@ -1,6 +1,6 @@
 """A recording played back as the rover would see it: one full-size RGB frame per 100 ms tick.
 
-Same tick rule as the training decoder (`data.decode.TickWriter`): ticks are the multiples of
+Same tick rule as the training decoder (`data.video.TickWriter`): ticks are the multiples of
 100 ms covered by the video, and each tick gets the newest frame at or before it (the later of
 two frames with the same time). Same decoder settings too, so the pictures are bit-identical
 for a video that decodes without errors (replay decodes every frame; training leaves out the
@@ -14,15 +14,15 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import av
 import numpy as np
+from av.video.frame import VideoFrame
 from av.video.reformatter import VideoReformatter
 
 from rovertrain.contracts.observation import TICK_MS
-from rovertrain.data.decode import FrameClock, frame_rotation, open_checked, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
+from rovertrain.data.video import FrameClock, frame_rotation, open_checked, open_video
 
 
 @dataclass(frozen=True)
@@ -38,19 +38,18 @@ def tick_frames(path: Path, offset_ms: float, limits: DecodeLimits) -> Iterator[
     with open_video(path, container_name, limits) as (container, stream):
         reformatter = VideoReformatter()
         clock = FrameClock()
-        pending: Any = None
+        pending: VideoFrame | None = None
         pending_time = -math.inf
         converted: np.ndarray | None = None
         rotation = 0
         next_tick = 0
 
-        def current() -> np.ndarray:
-            nonlocal converted
+        def current(frame: VideoFrame) -> np.ndarray:
+            nonlocal converted  # converted once, however many ticks show the frame
             if converted is None:
-                converted = reformatter.reformat(pending, format="rgb24", threads=1).to_ndarray()
+                converted = reformatter.reformat(frame, format="rgb24", threads=1).to_ndarray()
             return converted
 
-        frame: Any
         try:
             for frame in container.decode(stream):
                 if frame.is_corrupt or frame.time is None:
@@ -60,7 +59,7 @@ def tick_frames(path: Path, offset_ms: float, limits: DecodeLimits) -> Iterator[
                     continue
                 if pending is not None:
                     while next_tick < placed:
-                        yield TickFrame(next_tick, pending_time, current(), rotation)
+                        yield TickFrame(next_tick, pending_time, current(pending), rotation)
                         next_tick += TICK_MS
                 else:
                     next_tick = math.ceil(placed / TICK_MS) * TICK_MS
@@ -70,5 +69,5 @@ def tick_frames(path: Path, offset_ms: float, limits: DecodeLimits) -> Iterator[
             pass  # damaged file: the prefix that decoded, as in training
         if pending is not None:
             while next_tick <= pending_time:
-                yield TickFrame(next_tick, pending_time, current(), rotation)
+                yield TickFrame(next_tick, pending_time, current(pending), rotation)
                 next_tick += TICK_MS

@@ -3,12 +3,12 @@ one terminal `complete`, and (on a terminal) a progress line on stderr."""
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from rovertrain.protocol.events import EventStream
+from rovertrain.protocol.progress import ProgressLine
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,29 @@ class Imported:
     """The recording was already there (an earlier import): nothing was written."""
     video: dict[str, object] = field(default_factory=dict)
 
+    def event_fields(self) -> dict[str, object]:
+        """The `imported` event's fields."""
+        fields: dict[str, object] = {
+            "source": self.source,
+            "sessionId": self.session_id,
+            "frames": self.frames,
+            "commands": self.commands,
+            "dropped": self.dropped,
+            "path": self.path,
+            "dryRun": self.dry_run,
+            "existing": self.existing,
+        }
+        if self.video:
+            fields["video"] = self.video
+        return fields
+
+    def console_text(self) -> str:
+        verb = "exists" if self.existing else ("would write" if self.dry_run else "wrote")
+        dropped = ", ".join(f"{count} {reason}" for reason, count in self.dropped.items())
+        return f"{verb} {self.session_id}: {self.frames} frames, {self.commands} commands" + (
+            f" (dropped: {dropped})" if dropped else ""
+        )
+
 
 @dataclass(frozen=True)
 class Rejected:
@@ -35,39 +58,19 @@ class Rejected:
 
 
 class Progress:
-    """One self-rewriting stderr line while frames are imported (only on a terminal)."""
+    """The frames of the session being imported, on one self-rewriting stderr line (only on a
+    terminal); cleared before each session's outcome is printed."""
 
     def __init__(self, enabled: bool, stream: TextIO | None = None, every_seconds: float = 0.25):
-        self.enabled = enabled
-        self.stream = stream or sys.stderr
-        self.every = every_seconds
-        self.shown = 0.0
-        self.width = 0
+        self.line = ProgressLine(enabled, stream, every_seconds=every_seconds)
 
     def show(self, label: str, frames: int, total: int | None, force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if not force and now - self.shown < self.every:
-            return
-        self.shown = now
-        count = f"{frames}/{total}" if total else f"{frames}"
-        text = f"importing {label}: {count} frames"
-        try:
-            self.stream.write("\r" + text.ljust(self.width))
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.enabled = False
-        self.width = len(text)
+        if self.line.ready(force=force):  # called per frame: format only what is shown
+            count = f"{frames}/{total}" if total else f"{frames}"
+            self.line.show(f"importing {label}: {count} frames")
 
     def done(self) -> None:
-        if self.enabled and self.width:
-            try:
-                self.stream.write("\r" + " " * self.width + "\r")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
-            self.width = 0
+        self.line.clear()
 
 
 class ImportRun:
@@ -94,25 +97,8 @@ class ImportRun:
             self.existing += 1
         elif not item.dry_run:
             self.written += 1
-        fields: dict[str, object] = {
-            "source": item.source,
-            "sessionId": item.session_id,
-            "frames": item.frames,
-            "commands": item.commands,
-            "dropped": item.dropped,
-            "path": item.path,
-            "dryRun": item.dry_run,
-            "existing": item.existing,
-        }
-        if item.video:
-            fields["video"] = item.video
-        self.stream.emit("imported", **fields)
-        verb = "exists" if item.existing else ("would write" if item.dry_run else "wrote")
-        dropped = ", ".join(f"{count} {reason}" for reason, count in item.dropped.items())
-        console_line(
-            f"{verb} {item.session_id}: {item.frames} frames, {item.commands} commands"
-            + (f" (dropped: {dropped})" if dropped else "")
-        )
+        self.stream.emit("imported", **item.event_fields())
+        console_line(item.console_text())
 
     def skipped(self, item: Rejected) -> None:
         from rovertrain.protocol.console import console_line
@@ -120,9 +106,12 @@ class ImportRun:
         self.progress.done()
         self.rejected[item.session_id] = f"{item.code}: {item.reason}"
         self.stream.emit(
-            "skipped", sessionId=item.session_id, code=item.code, reason=item.reason,
+            "skipped",
+            sessionId=item.session_id,
+            code=item.code,
+            reason=item.reason,
             source=item.source,
-        )  # fmt: skip
+        )
         console_line(f"skipped {item.source}: {item.reason} ({item.code})")
 
     def finish(self, source: str) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.job.config import Job
@@ -35,6 +37,21 @@ from rovertrain.job.steps import (
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
 
+if TYPE_CHECKING:
+    import torch
+
+    from rovertrain.data.dataset import Dataset, WindowSet
+    from rovertrain.gate import PublicationDecision
+    from rovertrain.job.diagnostics import JobDiagnostics
+    from rovertrain.job.evaluation import GateEvaluation, TrainingAudit
+    from rovertrain.job.publication import Candidate, Published
+    from rovertrain.job.state import TrainingState
+    from rovertrain.learn.evaluate import Scoring
+    from rovertrain.learn.losses import LossSetup
+    from rovertrain.learn.policy import Policy
+    from rovertrain.learn.selection import BestWeights
+    from rovertrain.learn.train import Hyperparameters, TrainResult
+
 
 def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) -> int:
     job_id = job.jobId or new_job_id()
@@ -45,8 +62,8 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
     #    the root, clean up after crashed jobs, announce. Rank 0 alone locks, cleans, announces.
     check_root_usable(root)
     job = with_sessions(job, root)
-    limit_cpu(job.config.threads)
-    ranks = join_ranks(job.config)
+    limit_cpu(job.config.execution.threads)
+    ranks = join_ranks(job.config.execution)
     try:
         job, job_id = ranks.agree_job(job, job_id)  # rank 0's
         stream.bind_job(job_id)
@@ -54,7 +71,7 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
 
         lock = ranks.root_lock(root)
         lock.acquire()
-        control = job_control(job.config, stream, watchers)
+        control = job_control(job.config.budget, stream, watchers)
         try:
             if ranks.leads:
                 open_job_log(Layout(root).job(job_id).path, stream, watchers)
@@ -69,6 +86,44 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
         ranks.close()
 
 
+@dataclass(frozen=True)
+class JobRun:
+    """What every step of one job works with."""
+
+    job: Job
+    job_id: str
+    root: Path
+    stream: EventStream
+    control: JobControl
+    ranks: Ranks
+    state: TrainingState  # the resume state: read at step 2, updated and saved at step 9
+    diagnostics: JobDiagnostics
+
+
+@dataclass(frozen=True)
+class Trainee:
+    """The policy about to train (step 5), and what measures it before and after."""
+
+    model: Policy
+    optimizer: torch.optim.Optimizer
+    hyper: Hyperparameters
+    setup: LossSetup  # the loss weights, on the CPU (evaluation)
+    placed_setup: LossSetup  # the same on this rank's device (training)
+    scoring: Scoring
+    audit_windows: WindowSet
+    audit: TrainingAudit
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What training did (step 6); `steps` and `examples` count every job of the root."""
+
+    result: TrainResult
+    best: BestWeights
+    steps: int
+    examples: int
+
+
 def run_steps(
     job: Job,
     job_id: str,
@@ -77,125 +132,232 @@ def run_steps(
     control: JobControl,
     ranks: Ranks | None = None,
 ) -> int:
-    from rovertrain.data.dataset import DatasetRequest, build_dataset
-    from rovertrain.data.partition import processing_order
-    from rovertrain.gate import (
-        PublicationHistory,
-        not_enough_data,
-        publication_decision,
-        training_deadline,
-    )
-    from rovertrain.job import evaluation as ev
     from rovertrain.job.diagnostics import JobDiagnostics
-    from rovertrain.job.publication import Candidate, carry_over, publish
     from rovertrain.job.resume import load_resume
     from rovertrain.job.state import TrainingState
-    from rovertrain.learn.evaluate import evaluate
-    from rovertrain.learn.losses import loss_setup, selection_setup
-    from rovertrain.learn.selection import BestWeights
-    from rovertrain.learn.train import TrainingPlan, train
 
-    config = job.config
-    diagnostics = JobDiagnostics()
-    ranks = ranks or one_process(config)
+    diagnostics = JobDiagnostics()  # counts the CPU time from here
+    ranks = ranks or one_process(job.config.execution)
 
     # 2. Resume state (refused, never silently replaced, when incompatible).
     state = TrainingState.from_saved(load_resume(root))
+    run = JobRun(job, job_id, root, stream, control, ranks, state, diagnostics)
 
     # 3. Partition, decode (each rank its shard), label and sample the sessions.
-    control.enter(Phase.DECODE)
-    order = processing_order(job_sessions(job), job.seed)
-    request = DatasetRequest(root, order, state.schema, config, job.seed)
-    request = ranks.decode_shard(request, control)
-    dataset = build_dataset(request, stream, control)
-    control.pause_ended()
-    ranks.agree_dataset(dataset, control)
-    diagnostics.dataset(dataset)
+    dataset = decode_and_sample(run)
 
     # 4. Enough data?
-    pool, validation = dataset.pool, dataset.validation
-    any_command = bool(len(pool) and pool.fires.any())
-    reason = not_enough_data(len(pool), any_command, control.should_stop(), config.minimumSamples)
+    reason = too_little_data(run, dataset)
     if reason:
-        return finish_untrained(stream, control, dataset, diagnostics, reason, samples=len(pool))
+        samples = len(dataset.pool)
+        return finish_untrained(stream, control, dataset, diagnostics, reason, samples=samples)
 
     # 5. The policy (restored from the resume state), its loss, and the audit before training.
-    control.enter(Phase.TRAIN)
-    hyper = hyperparameters(config, ranks.device.type)
-    model, optimizer = restore_policy(state, hyper, job.seed)
-    diagnostics.optimizer(optimizer_settings(optimizer))
-    setup = loss_setup(pool, dataset.schema, config.resendValueWeight, config.typeChangeEventWeight)
-    placed_setup = ranks.place(model, optimizer, setup)
-    scoring = ev.scoring_for(job, dataset)
-    audit_windows = ev.audit_windows(pool)
-    started = time.monotonic()
-    audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
-    diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
+    trainee = prepare_training(run, dataset)
 
     # 6. Train until it converges, the passes end, maxStepsPerJob, the budget or a stop
     #    request; keep the best weights by the selection signal. Each rank trains on its share
     #    of every batch; stop, budget and convergence (rank 0's) are agreed at each step.
-    deadline = training_deadline(config.maxJobSeconds, len(validation))
-    plan = TrainingPlan(
-        pool, placed_setup, hyper, job.seed, state.steps, state.examples, deadline,
-        share=ranks.share(),
-    )  # fmt: skip
-    best = BestWeights(
-        model, dataset.selection, selection_setup(setup), config.batchSize, config.selectEverySteps,
-        config.patience, config.weightAverageDecay,
-    )  # fmt: skip
-    periodic = ev.periodic_evaluation(
-        stream, config.evalEverySteps, model, validation, scoring, setup
-    )
-    on_step = ranks.lead_only(ev.each_step(best.on_step, periodic))
-    reporter = progress_reporter(stream, control)
-    with ranks.guard():
-        result = train(
-            ranks.wrapped(model), optimizer, plan, ranks.agreed(control), reporter, on_step,
-            ranks.leader_decides(best.converged),
-        )  # fmt: skip
-        ranks.trained(stream, dataset, result)
-    ranks.to_cpu(model, optimizer)
+    trained = train_policy(run, dataset, trainee)
     if not ranks.leads:
         return ExitCode.COMPLETED  # rank 0 alone evaluates, publishes and saves the state
-    diagnostics.training(result)
-    if result.steps == 0:
-        return finish_untrained(
-            stream, control, dataset, diagnostics, "No training steps completed"
-        )
-    steps, examples = state.steps + result.steps, state.examples + result.examples
-    diagnostics.selection(best.finish(steps).to_json())
+    diagnostics.training(trained.result)
+    if trained.result.steps == 0:
+        reason = "No training steps completed"
+        return finish_untrained(stream, control, dataset, diagnostics, reason)
+    diagnostics.selection(trained.best.finish(trained.steps).to_json())
 
     # 7. Evaluate on held-out sessions against the imitation gate; audits and probe.
-    control.enter(Phase.EVALUATE)
-    started = time.monotonic()
-    state.distinct_windows.update(dataset.observed_windows)
-    evaluation = ev.gate_evaluation(model, dataset, job, scoring, control.should_stop)
-    audit.after = evaluate(model, audit_windows, scoring)
-    probe = ev.ProbeInputs(model, audit_windows, setup, config.learningRate, config.probeMaxSeconds)
-    ev.probe_when_due(audit, state, probe, control, steps)
-    audit.extra = ev.audit_inputs(result, setup, scoring, pool)
-    diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
+    evaluation = evaluate_trained(run, dataset, trainee, trained)
 
     # 8. Publication rules.
-    stop_label = control.stop_label() or result.stopped_by.publication_blocker()
-    history = PublicationHistory(
-        state.distinct_window_count(), state.published_windows, steps - state.last_published
-    )
-    decision = publication_decision(history, evaluation.status, stop_label, config)
-    state.absorb(dataset.schema, dataset.trained_rovers, dataset.control_profiles)
+    decision = publication_rules(run, dataset, trained, evaluation)
 
     # 9. Stage and publish the candidate, then save the resume state.
-    control.enter(Phase.PUBLISH)
-    started = time.monotonic()
-    candidate = Candidate(
-        job_id, job, dataset, steps, examples, result.mean_loss(), evaluation, decision
-    )
-    published = publish(root, candidate, state, model)
-    announce_published(stream, published, decision.promote)
-    carry_over(root, state, candidate, model, optimizer)
-    diagnostics.seconds("checkpointSeconds", time.monotonic() - started)
-    diagnostics.finish(dataset.schema)
+    candidate, published = publish_and_save(run, dataset, trainee, trained, evaluation, decision)
 
     # 10. The terminal event.
     return finish_trained(stream, control, candidate, published, diagnostics)
+
+
+def decode_and_sample(run: JobRun) -> Dataset:
+    from rovertrain.data.dataset import DatasetRequest, build_dataset
+    from rovertrain.data.partition import processing_order
+
+    job, config, control = run.job, run.job.config, run.control
+    control.enter(Phase.DECODE)
+    request = DatasetRequest(
+        root=run.root,
+        sessions=processing_order(job_sessions(job), job.seed),
+        schema=run.state.schema,
+        seed=job.seed,
+        threads=config.execution.threads,
+        decoding=config.decoding,
+        sampling=config.sampling,
+    )
+    request = run.ranks.decode_shard(request, control)
+    dataset = build_dataset(request, run.stream, control)
+    control.pause_ended()
+    run.ranks.agree_dataset(dataset, control)
+    run.diagnostics.dataset(dataset)
+    return dataset
+
+
+def too_little_data(run: JobRun, dataset: Dataset) -> str | None:
+    """Why the job cannot train on this pool (a stop request counts too), or None."""
+    from rovertrain.gate import not_enough_data
+
+    pool = dataset.pool
+    any_command = bool(len(pool) and pool.fires.any())
+    minimum = run.job.config.sampling.minimumSamples
+    return not_enough_data(len(pool), any_command, run.control.should_stop(), minimum)
+
+
+def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
+    from rovertrain.job import evaluation as ev
+    from rovertrain.learn.evaluate import evaluate
+    from rovertrain.learn.losses import loss_setup
+
+    config = run.job.config
+    run.control.enter(Phase.TRAIN)
+    hyper = hyperparameters(config, run.ranks.device.type)
+    model, optimizer = restore_policy(run.state, hyper, run.job.seed)
+    run.diagnostics.optimizer(optimizer_settings(optimizer))
+    weights = config.loss
+    setup = loss_setup(
+        dataset.pool, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
+    )
+    placed_setup = run.ranks.place(model, optimizer, setup)
+    scoring = ev.scoring_for(run.job, dataset)
+    audit_windows = ev.audit_windows(dataset.pool)
+    started = time.monotonic()
+    audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
+    run.diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
+    return Trainee(model, optimizer, hyper, setup, placed_setup, scoring, audit_windows, audit)
+
+
+def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
+    """Trains on every rank; afterwards the policy and its optimizer are on the CPU."""
+    from rovertrain.gate import training_deadline
+    from rovertrain.job import evaluation as ev
+    from rovertrain.learn.losses import selection_setup
+    from rovertrain.learn.selection import BestWeights
+    from rovertrain.learn.train import TrainingPlan, train
+
+    config, ranks, state, model = run.job.config, run.ranks, run.state, trainee.model
+    plan = TrainingPlan(
+        pool=dataset.pool,
+        setup=trainee.placed_setup,
+        hyper=trainee.hyper,
+        seed=run.job.seed,
+        start_steps=state.steps,
+        start_examples=state.examples,
+        deadline_seconds=training_deadline(config.budget.maxJobSeconds, len(dataset.validation)),
+        share=ranks.share(),
+    )
+    selection = config.selection
+    best = BestWeights(
+        model,
+        dataset.selection,
+        selection_setup(trainee.setup),
+        batch_size=config.optimisation.batchSize,
+        every_steps=selection.selectEverySteps,
+        patience=selection.patience,
+        average_decay=selection.weightAverageDecay,
+    )
+    every = config.monitoring.evalEverySteps
+    periodic = ev.periodic_evaluation(
+        run.stream, every, model, dataset.validation, trainee.scoring, trainee.setup
+    )
+    on_step = ranks.lead_only(ev.each_step(best.on_step, periodic))
+    reporter = progress_reporter(run.stream, run.control)
+    with ranks.guard():
+        result = train(
+            ranks.wrapped(model),
+            trainee.optimizer,
+            plan,
+            ranks.agreed(run.control),
+            reporter,
+            on_step=on_step,
+            converged=ranks.leader_decides(best.converged),
+        )
+        ranks.trained(run.stream, dataset, result)
+    ranks.to_cpu(model, trainee.optimizer)
+    steps, examples = state.steps + result.steps, state.examples + result.examples
+    return Trained(result, best, steps, examples)
+
+
+def evaluate_trained(
+    run: JobRun, dataset: Dataset, trainee: Trainee, trained: Trained
+) -> GateEvaluation:
+    """The imitation gate's evaluation; the audit after training and (when due) the
+    learning probe go to the diagnostics."""
+    from rovertrain.job import evaluation as ev
+    from rovertrain.learn.evaluate import evaluate
+
+    config, control, model, audit = run.job.config, run.control, trainee.model, trainee.audit
+    control.enter(Phase.EVALUATE)
+    started = time.monotonic()
+    run.state.distinct_windows.update(dataset.observed_windows)
+    evaluation = ev.gate_evaluation(model, dataset, run.job, trainee.scoring, control.should_stop)
+    audit.after = evaluate(model, trainee.audit_windows, trainee.scoring)
+    probe = ev.ProbeInputs(
+        model=model,
+        windows=trainee.audit_windows,
+        setup=trainee.setup,
+        learning_rate=config.optimisation.learningRate,
+        max_seconds=config.monitoring.probeMaxSeconds,
+    )
+    ev.probe_when_due(audit, run.state, probe, control, trained.steps)
+    audit.extra = ev.audit_inputs(trained.result, trainee.setup, trainee.scoring, dataset.pool)
+    run.diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
+    return evaluation
+
+
+def publication_rules(
+    run: JobRun, dataset: Dataset, trained: Trained, evaluation: GateEvaluation
+) -> PublicationDecision:
+    """Whether to promote; the resume state then takes in this job's schema and rovers."""
+    from rovertrain.gate import PublicationHistory, publication_decision
+
+    state = run.state
+    stop_label = run.control.stop_label() or trained.result.stopped_by.publication_blocker()
+    history = PublicationHistory(
+        distinct_windows=state.distinct_window_count(),
+        published_windows=state.published_windows,
+        steps_since_publication=trained.steps - state.last_published,
+    )
+    rules = run.job.config.publication
+    decision = publication_decision(history, evaluation.status, stop_label, rules)
+    state.absorb(dataset.schema, dataset.trained_rovers, dataset.control_profiles)
+    return decision
+
+
+def publish_and_save(
+    run: JobRun,
+    dataset: Dataset,
+    trainee: Trainee,
+    trained: Trained,
+    evaluation: GateEvaluation,
+    decision: PublicationDecision,
+) -> tuple[Candidate, Published]:
+    from rovertrain.job.publication import Candidate, carry_over, publish
+
+    run.control.enter(Phase.PUBLISH)
+    started = time.monotonic()
+    candidate = Candidate(
+        job_id=run.job_id,
+        job=run.job,
+        dataset=dataset,
+        steps=trained.steps,
+        examples=trained.examples,
+        training_loss=trained.result.mean_loss(),
+        evaluation=evaluation,
+        decision=decision,
+    )
+    published = publish(run.root, candidate, run.state, trainee.model)
+    announce_published(run.stream, published, decision.promote)
+    carry_over(run.root, run.state, candidate, trainee.model, trainee.optimizer)
+    run.diagnostics.seconds("checkpointSeconds", time.monotonic() - started)
+    run.diagnostics.finish(dataset.schema)
+    return candidate, published

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.data.dataset import WindowSet
-from rovertrain.learn.batches import augment, batch_tensors, drop_value_history, hide_never_sent
+from rovertrain.learn.batches import (
+    Batch,
+    augment,
+    batch_tensors,
+    drop_value_history,
+    hide_never_sent,
+)
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy
+from rovertrain.learn.settings import Augmentation, Optimisation
 
 PROGRESS_EVERY = 10
 NON_FINITE_LOSS = (
@@ -77,17 +84,12 @@ class WholeBatch:
 
 @dataclass(frozen=True)
 class Hyperparameters:
-    learning_rate: float
-    weight_decay: float
-    batch_size: int
-    passes: int
-    max_steps: int
-    augment: bool
+    """How to train: the job's optimisation and augmentation knobs as declared, and whether
+    to compute in bf16 (the `precision` knob resolved for the device, job/steps.py)."""
+
+    optimisation: Optimisation
+    augmentation: Augmentation
     bf16: bool
-    value_history_dropout: float = 0.0
-    hide_never_sent: float = 0.0
-    augment_colour: float = 0.0
-    augment_shift: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,16 +130,116 @@ class TrainResult:
     def mean_loss(self) -> float:
         return sum(self.losses) / len(self.losses)
 
+    def record(self, step: StepLosses, examples: int) -> None:
+        self.steps += 1
+        self.examples += examples
+        self.losses.append(step.loss)
+        self.gradient_norms.append(step.gradient_norm)
 
-def build_optimizer(model: Policy, hyper: Hyperparameters) -> torch.optim.Optimizer:
+
+def build_optimizer(model: Policy, optimisation: Optimisation) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
-        model.parameters(), lr=hyper.learning_rate, weight_decay=hyper.weight_decay
+        model.parameters(), lr=optimisation.learningRate, weight_decay=optimisation.weightDecay
     )
 
 
 def _finite_or_fail(value: float, what: str, message: str, step: int) -> None:
     if not math.isfinite(value):
         raise RovertrainError(ErrorCode.NON_FINITE_LOSS, message, f"step {step}: {what} {value}")
+
+
+@dataclass(frozen=True)
+class StepLosses:
+    """One optimiser step's losses (tensors: read only when reported) and gradient norm."""
+
+    loss: float
+    event_loss: torch.Tensor
+    value_loss: torch.Tensor
+    gradient_norm: float
+
+
+class Throughput:
+    """Examples per second since the last progress report."""
+
+    def __init__(self, started: float):
+        self.started, self.examples = started, 0
+
+    def add(self, examples: int) -> None:
+        self.examples += examples
+
+    def rate(self) -> float:
+        """The rate since the last call (or the start); starts a new window."""
+        now = time.monotonic()
+        rate = self.examples / max(1e-9, now - self.started)
+        self.started, self.examples = now, 0
+        return rate
+
+
+def shuffled_batches(plan: TrainingPlan, generator: torch.Generator) -> Iterator[np.ndarray]:
+    """The pool's rows batch by batch (sorted within a batch), reshuffled every pass."""
+    optimisation = plan.hyper.optimisation
+    for _ in range(optimisation.passesPerJob):
+        order = torch.randperm(len(plan.pool), generator=generator).numpy()
+        for offset in range(0, len(order), optimisation.batchSize):
+            yield np.sort(order[offset : offset + optimisation.batchSize])
+
+
+def model_inputs(
+    batch: Batch, plan: TrainingPlan, generator: torch.Generator, share: slice, count: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images, states) of this rank's share of a `count`-window batch, augmented.
+
+    Augmentation draws for the whole batch on every rank: the generators stay in step."""
+    augmentation = plan.hyper.augmentation
+    images = batch.images
+    if augmentation.augment:
+        images = augment(
+            images,
+            generator,
+            share,
+            count,
+            colour=augmentation.augmentColour,
+            shift=augmentation.augmentShiftPixels,
+        )
+    images = images.contiguous(memory_format=torch.channels_last)
+    states = drop_value_history(
+        batch.states, augmentation.valueHistoryDropout, generator, share, count
+    )
+    states = hide_never_sent(states, augmentation.hideNeverSent, generator, share, count)
+    return images, states
+
+
+def training_step(
+    model: Policy,
+    optimizer: torch.optim.Optimizer,
+    plan: TrainingPlan,
+    chosen: np.ndarray,
+    generator: torch.Generator,
+    step: int,
+) -> StepLosses:
+    """Forward, backward, clip and step on the batch of pool rows `chosen` (this rank's
+    share of it); `non_finite_loss` when the loss or the gradient norm is not finite."""
+    share, device = plan.share(len(chosen)), plan.share.device
+    batch = batch_tensors(plan.pool, chosen[share], plan.setup.motion_slots).to(device)
+    images, states = model_inputs(batch, plan, generator, share, len(chosen))
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=plan.hyper.bf16):
+        logits, predictions = model(images, states)
+    event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
+    loss = event_loss + value_loss
+    loss_value = float(loss.item())
+    if not math.isfinite(loss_value):
+        # Under DDP the other ranks already wait in this step's gradient all-reduce:
+        # join it with NaN gradients, so that every rank fails the gradient check at
+        # this same step (the job's `non_finite_loss`, as with one process) instead of
+        # timing out on a rank that left. With one process this only costs a backward.
+        (loss * math.nan).backward()  # type: ignore[no-untyped-call]
+        _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, step)
+    loss.backward()  # type: ignore[no-untyped-call]
+    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+    _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, step)
+    optimizer.step()
+    return StepLosses(loss_value, event_loss, value_loss, norm)
 
 
 def train(
@@ -151,12 +253,10 @@ def train(
 ) -> TrainResult:
     """`on_step(steps)` after every step; `converged()` ends training (StopCause.CONVERGED)."""
     result = TrainResult()
-    hyper = plan.hyper
-    steps, examples = plan.start_steps, plan.start_examples
     generator = torch.Generator().manual_seed(plan.seed * 1_000_003 + plan.start_steps)
 
     def out_of_steps() -> bool:
-        return result.steps >= hyper.max_steps
+        return result.steps >= plan.hyper.optimisation.maxStepsPerJob
 
     def out_of_time() -> bool:
         return control.elapsed() >= plan.deadline_seconds
@@ -173,84 +273,36 @@ def train(
         return None
 
     started = time.monotonic()
-    window_started, window_examples = started, 0
+    throughput = Throughput(started)
     model.train()
-    for _ in range(hyper.passes):
-        order = torch.randperm(len(plan.pool), generator=generator).numpy()
-        for offset in range(0, len(order), hyper.batch_size):
-            control.safe_point()
-            cause = stop_cause()
-            if cause is not None:
-                result.stopped_by = cause
-                break
-            control.activity = f"training step {steps + 1}"
-            chosen = np.sort(order[offset : offset + hyper.batch_size])
-            share, device = plan.share(len(chosen)), plan.share.device
-            batch = batch_tensors(plan.pool, chosen[share], plan.setup.motion_slots).to(device)
-            # Augmentation draws for the whole batch on every rank: generators stay in step.
-            images = (
-                augment(
-                    batch.images,
-                    generator,
-                    share,
-                    len(chosen),
-                    colour=hyper.augment_colour,
-                    shift=hyper.augment_shift,
-                )
-                if hyper.augment
-                else batch.images
-            )
-            images = images.contiguous(memory_format=torch.channels_last)
-            states = drop_value_history(
-                batch.states, hyper.value_history_dropout, generator, share, len(chosen)
-            )
-            states = hide_never_sent(states, hyper.hide_never_sent, generator, share, len(chosen))
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=hyper.bf16):
-                logits, predictions = model(images, states)
-            event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
-            loss = event_loss + value_loss
-            loss_value = float(loss.item())
-            if not math.isfinite(loss_value):
-                # Under DDP the other ranks already wait in this step's gradient all-reduce:
-                # join it with NaN gradients, so that every rank fails the gradient check at
-                # this same step (the job's `non_finite_loss`, as with one process) instead of
-                # timing out on a rank that left. With one process this only costs a backward.
-                (loss * math.nan).backward()  # type: ignore[no-untyped-call]
-                _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, steps + 1)
-            loss.backward()  # type: ignore[no-untyped-call]
-            norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
-            _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, steps + 1)
-            optimizer.step()
-            steps += 1
-            examples += len(chosen)
-            result.steps += 1
-            result.examples += len(chosen)
-            result.losses.append(loss_value)
-            result.gradient_norms.append(norm)
-            window_examples += len(chosen)
-            if steps % PROGRESS_EVERY == 0:
-                now = time.monotonic()
-                rate = window_examples / max(1e-9, now - window_started)
-                window_started, window_examples = now, 0
-                on_progress(
-                    TrainingProgress(
-                        steps=steps,
-                        examples=examples,
-                        loss=loss_value,
-                        event_loss=float(event_loss.item()),
-                        value_loss=float(value_loss.item()),
-                        examples_per_second=round(rate, 2),
-                    )
-                )
-            on_step(steps)
-        if result.stopped_by is not StopCause.PASSES_COMPLETED:
+    for chosen in shuffled_batches(plan, generator):
+        control.safe_point()
+        cause = stop_cause()
+        if cause is not None:
+            result.stopped_by = cause
             break
+        steps = plan.start_steps + result.steps + 1  # counted over every job, as resumed
+        control.activity = f"training step {steps}"
+        step = training_step(model, optimizer, plan, chosen, generator, steps)
+        result.record(step, len(chosen))
+        throughput.add(len(chosen))
+        if steps % PROGRESS_EVERY == 0:
+            on_progress(
+                TrainingProgress(
+                    steps=steps,
+                    examples=plan.start_examples + result.examples,
+                    loss=step.loss,
+                    event_loss=float(step.event_loss.item()),
+                    value_loss=float(step.value_loss.item()),
+                    examples_per_second=round(throughput.rate(), 2),
+                )
+            )
+        on_step(steps)
     result.seconds = round(time.monotonic() - started, 3)
     return result
 
 
-def summarise_norms(norms: list[float]) -> dict[str, Any]:
+def summarise_norms(norms: list[float]) -> dict[str, float | None]:
     if not norms:
         return {"min": None, "max": None}
     return {"min": min(norms), "max": max(norms)}

@@ -1,8 +1,9 @@
 """Closed loop: a controller drives a world; what happened, measured.
 
 `run_controller` is the loop (10 ms ticks: scheduled events, the controller's commands, the
-physics) shared with the recording writer. `rollout_metrics` turns its `Trace` into figures
-(pure); `closed_loop_report` drives the policy and its baselines over world seeds.
+physics) shared with the recording writer. `rollout_metrics` turns its `RolloutTrace` into
+figures (pure); `controller_summary` pools a controller's rollouts over the seeds;
+`closed_loop_report` drives the policy and its baselines over world seeds.
 
 Definitions (docs/simulator.md): the rover is inside the lane while |offset| <= 1 (lane
 half-widths), sampled every 10 ms; an obstacle is met once the rover came within 5 m of it
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -28,7 +29,7 @@ FRAME_MS = 100
 
 
 @dataclass
-class Trace:
+class RolloutTrace:
     """Everything one rollout did, one row per 10 ms tick."""
 
     controller: str
@@ -52,11 +53,11 @@ def run_controller(
     *,
     after_move: Callable[[World], None] | None = None,
     on_frame: FrameSink | None = None,
-) -> Trace:
+) -> RolloutTrace:
     """Drive `world` with `controller` for `seconds`. `after_move` runs after each tick's
     physics (the recorder's camera); `on_frame` gets a frame every 100 ms (a video)."""
     end_ms = seconds * 1000.0
-    trace = Trace(controller.name, seconds)
+    trace = RolloutTrace(controller.name, seconds)
     frame: list[np.ndarray] = []
 
     def camera() -> np.ndarray:
@@ -114,7 +115,7 @@ class RolloutMetrics:
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
-    def event_fields(self) -> dict[str, Any]:
+    def event_fields(self) -> dict[str, object]:
         return {
             "controller": self.controller,
             "seed": self.seed,
@@ -162,7 +163,7 @@ class DrivingFigures(Protocol):
     def stop_rate(self) -> float | None: ...
 
 
-def driving_fields(figures: DrivingFigures) -> dict[str, Any]:
+def driving_fields(figures: DrivingFigures) -> dict[str, object]:
     """The `rollout` event's and the `drove` summary's shared fields, in their order."""
     stop_rate = figures.stop_rate
     return {
@@ -209,7 +210,7 @@ def obstacle_figures(obstacles: Sequence[Obstacle]) -> tuple[int, int, int, int]
     return met, stopped, collided, passed
 
 
-def rollout_metrics(trace: Trace, seed: int) -> RolloutMetrics:
+def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
@@ -257,11 +258,12 @@ class ControllerSummary:
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
-    def event_fields(self) -> dict[str, Any]:
+    def event_fields(self) -> dict[str, object]:
         return {**driving_fields(self), "departedSeeds": self.departed_seeds}
 
 
-def summarise(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
+def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
+    """One controller's rollouts (all of the same controller) pooled over the seeds."""
     departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
     return ControllerSummary(
         controller=rows[0].controller,
@@ -289,7 +291,7 @@ class Margin:
     stop_rate: float | None
     distance_ratio: float | None
 
-    def event_fields(self) -> dict[str, Any]:
+    def event_fields(self) -> dict[str, object]:
         return {
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
@@ -320,7 +322,7 @@ class ClosedLoopReport:
     summaries: Mapping[str, ControllerSummary]
     margins: Mapping[str, Margin]  # baseline name -> the policy's margin over it
 
-    def summary_fields(self) -> dict[str, Any]:
+    def summary_fields(self) -> dict[str, object]:
         return {
             "world": self.world,
             "seeds": list(self.seeds),
@@ -358,7 +360,7 @@ def rollout(
     policy_factory: Callable[[], TickPolicy] | None = None,
     on_frame: FrameSink | None = None,
     hand_over: bool = True,
-) -> tuple[RolloutMetrics, Trace]:
+) -> tuple[RolloutMetrics, RolloutTrace]:
     """One controller on world seed `seed` (the human model is the scenario's own driver).
     `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
     scenario = rollout_scenario(world_name, seed)
@@ -378,7 +380,7 @@ def closed_loop_report(
     seconds: float,
     *,
     controllers: Sequence[str] | None = None,
-    on_rollout: Callable[[RolloutMetrics, Trace], None] | None = None,
+    on_rollout: Callable[[RolloutMetrics, RolloutTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
     hand_over: bool = True,
 ) -> ClosedLoopReport:
@@ -398,7 +400,8 @@ def closed_loop_report(
             if on_rollout is not None:
                 on_rollout(metrics, trace)
     summaries = {
-        name: summarise([row for row in rows if row.controller == name]) for name in controllers
+        name: controller_summary([row for row in rows if row.controller == name])
+        for name in controllers
     }
     margins = {}
     if "policy" in summaries:
@@ -416,8 +419,9 @@ __all__ = [
     "ControllerSummary",
     "Margin",
     "RolloutMetrics",
-    "Trace",
+    "RolloutTrace",
     "closed_loop_report",
+    "controller_summary",
     "rollout",
     "rollout_metrics",
     "run_controller",

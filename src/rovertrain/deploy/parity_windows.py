@@ -1,5 +1,6 @@
-"""Windows for checking an export: the model's held-out sessions where their cached frames
-are still there, simulated drives otherwise, and random corners.
+"""The windows `export` checks torch against onnxruntime on (its parity check): the model's
+held-out sessions where their cached frames are still there, simulated drives otherwise, and
+random corners.
 
 Simulated frames come from the simulator's renderer through `prepare_frame`, their states from
 `StateTracker` over the simulated command stream: realistic pictures and command histories
@@ -9,13 +10,13 @@ even when the recordings the model was trained on are gone.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.command_schema import SLOTS, Schema, validate_schema
+from rovertrain.contracts.json_types import JsonValue
 from rovertrain.contracts.observation import (
     OBS_CHANNELS,
     OBS_HEIGHT,
@@ -28,6 +29,15 @@ from rovertrain.runtime.state import StateTracker
 from rovertrain.sim.synth import simulate_session
 from rovertrain.sim.worlds import build
 
+Windows = tuple[np.ndarray, np.ndarray]
+"""(uint8 N×H×W×C frames, float32 N×S states)."""
+
+
+def _no_windows() -> Windows:
+    return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
+        (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
+    )
+
 
 def _collector(rendered: list[np.ndarray]) -> Callable[[np.ndarray], None]:
     def on_frame(image: np.ndarray) -> None:
@@ -36,14 +46,10 @@ def _collector(rendered: list[np.ndarray]) -> Callable[[np.ndarray], None]:
     return on_frame
 
 
-def synthetic_windows(
-    schema: Sequence[dict[str, Any]], count: int, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(uint8 N×H×W×C frames, float32 N×S states) from simulated drives."""
+def synthetic_windows(schema: Schema, count: int, seed: int = 0) -> Windows:
+    """`count` windows from simulated drives."""
     if count <= 0:
-        return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
-            (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
-        )
+        return _no_windows()
     frames: list[np.ndarray] = []
     states: list[np.ndarray] = []
     drive = 0
@@ -68,7 +74,7 @@ def synthetic_windows(
     return np.stack(frames[:count]), np.stack(states[:count])
 
 
-def noise_windows(count: int, state_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def noise_windows(count: int, state_size: int, seed: int = 0) -> Windows:
     """Random pictures and random (in-range) states: the corners the drives do not reach."""
     rng = np.random.default_rng(seed)
     frames = rng.integers(0, 256, (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8)
@@ -76,9 +82,7 @@ def noise_windows(count: int, state_size: int, seed: int = 0) -> tuple[np.ndarra
     return frames, states
 
 
-def held_out_windows(
-    checkpoint: Path, meta: dict[str, Any], limit: int
-) -> tuple[np.ndarray, np.ndarray]:
+def held_out_windows(checkpoint: Path, meta: Mapping[str, JsonValue], limit: int) -> Windows:
     """Windows of the model's held-out sessions, from the window cache of its data root.
 
     The checkpoint lives in `root/training/checkpoints/<id>`; only sessions whose cache entry
@@ -92,12 +96,15 @@ def held_out_windows(
     from rovertrain.data.windows import label_windows
 
     root = checkpoint.parent.parent.parent
-    schema = meta["specification"]["schema"]
+    specification = meta.get("specification")
+    schema = validate_schema(
+        specification.get("schema") if isinstance(specification, dict) else None
+    )
     frames: list[np.ndarray] = []
     states: list[np.ndarray] = []
-    sessions = [
-        s for s in meta.get("sourceSessions") or [] if isinstance(s, str) and is_held_out(s)
-    ]
+    listed = meta.get("sourceSessions")
+    sources = listed if isinstance(listed, list) else []
+    sessions = [s for s in sources if isinstance(s, str) and is_held_out(s)]
     for session_id in sessions:
         if sum(len(chunk) for chunk in frames) >= limit:
             break
@@ -114,7 +121,5 @@ def held_out_windows(
         frames.append(np.asarray(cached.frames[chosen]))
         states.append(labels.states[chosen])
     if not frames:
-        return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
-            (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
-        )
+        return _no_windows()
     return np.concatenate(frames), np.concatenate(states)
