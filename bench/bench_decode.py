@@ -52,9 +52,10 @@ import numpy as np
 import rovertrain.data.decode as decode
 import rovertrain.data.segment_decode as segment_decode
 from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data.decode import DecodeLimits, TickWriter, decode_to_file
+from rovertrain.data.decode import DecodeLimits, decode_to_file
 from rovertrain.data.decoder_pool import codec_threads
 from rovertrain.data.packet_scan import SkipPlan
+from rovertrain.data.video import TickWriter
 
 FPS, WIDTH, HEIGHT = 30, 640, 480
 
@@ -171,8 +172,7 @@ def bare_pyav(path: Path, threads: int, thread_type: str) -> None:
 
 def rovertrain_decode(path: Path, threads: int) -> dict[str, Any]:
     limits = DecodeLimits(max_bytes=1 << 40, max_pixels=1 << 30, max_seconds=1e9, threads=threads)
-    stats: dict[str, Any] = decode_to_file(path, 0.0, limits, io.BytesIO())["stats"]
-    return stats
+    return decode_to_file(path, 0.0, limits, io.BytesIO()).stats.to_json()
 
 
 def without_skipping(run: Callable[[], Any]) -> None:
@@ -212,6 +212,7 @@ class SwscaleTickWriter(TickWriter):
 
 
 def swscale_decode(path: Path, threads: int) -> None:
+    # The sequential decode looks its writer up in `decode` (segments are off here).
     decode.TickWriter = SwscaleTickWriter  # type: ignore[misc]
     try:
         without_segments(lambda: rovertrain_decode(path, threads))

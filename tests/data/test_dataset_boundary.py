@@ -34,7 +34,12 @@ def test_an_unexpected_exception_skips_one_session_as_session_internal(
     events: list[dict[str, Any]] = []
     stream.listeners.append(events.append)
     job = parse_job({"root": str(root), "sessions": ["good-a", "broken", "good-b"]})
-    request = DatasetRequest(root, ["good-a", "broken", "good-b"], initial_schema(), job.config, 0)
+    config = job.config
+    sessions = ["good-a", "broken", "good-b"]
+    request = DatasetRequest(
+        root, sessions, initial_schema(), 0, config.execution.threads, config.decoding,
+        config.sampling,
+    )  # fmt: skip
     result = build_dataset(request, stream, Unwatched())
     assert sorted(result.accepted) == ["good-a", "good-b"]
     (skipped,) = [event for event in events if event["kind"] == "skipped"]

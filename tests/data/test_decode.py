@@ -13,7 +13,7 @@ import pytest
 
 from media import add_session, encode_audio_only, encode_video
 from rovertrain.data.containers import sniff_container
-from rovertrain.data.decode import TickWriter
+from rovertrain.data.video import TickWriter
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "media-corpus"
 
@@ -166,7 +166,7 @@ def test_real_media_corpus(cli, tmp_path: Path) -> None:
 
 
 def test_frame_clock_repairs_repeated_and_backwards_times() -> None:
-    from rovertrain.data.decode import FrameClock
+    from rovertrain.data.video import FrameClock
 
     clock = FrameClock()
     placed = [clock.place(t) for t in (0.0, 33.0, 33.0, 33.0, 20.0, 66.0, 66.0)]
@@ -191,7 +191,7 @@ def test_display_rotation_is_applied_like_ffmpeg_autorotate(tmp_path: Path) -> N
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/media-corpus is not present")
 def test_rotation_metadata_of_a_real_file_is_read() -> None:
-    from rovertrain.data.decode import frame_rotation
+    from rovertrain.data.video import frame_rotation
 
     with av.open(str(CORPUS / "h264_rotated_buck_bunny.mp4")) as container:
         frame = next(container.decode(video=0))
@@ -223,8 +223,9 @@ def test_repeated_timestamps_in_a_generated_file(tmp_path: Path) -> None:
     limits = DecodeLimits(1 << 30, 1 << 30, 1e6, 1)
     sink = io.BytesIO()
     result = decode_to_file(path, 0.0, limits, sink)
-    assert result["stats"]["duplicateTimestamps"] == 1
-    assert result["ticks"] == [0, 100, 200, 300, 400, 500]
+    assert result.stats.counts.duplicates == 1
+    assert result.stats.to_json()["duplicateTimestamps"] == 1
+    assert result.ticks == [0, 100, 200, 300, 400, 500]
     # The later of the two frames at 100 ms is the newer picture: it is the one kept.
     pictures = np.frombuffer(sink.getvalue(), dtype=np.uint8).reshape(-1, 72, 96, 3)
     assert abs(int(pictures[1].mean()) - 60) < abs(int(pictures[1].mean()) - 30)

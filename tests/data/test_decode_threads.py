@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rovertrain.data.decode import decode_to_file, open_checked, open_video
+from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
 from rovertrain.data.decoder_pool import DecoderPool, codec_threads
+from rovertrain.data.video import open_checked, open_video
 
 
 def limits(threads: int) -> DecodeLimits:
@@ -88,9 +89,9 @@ def test_threaded_decoding_writes_the_same_frames_as_one_thread(
     for threads in (1, 2, 3):
         sink = io.BytesIO()
         result = decode_to_file(video, 0.0, limits(threads), sink)
-        outputs.append((sink.getvalue(), result["ticks"], result["frameTimes"]))
-        assert result["stats"]["framesDecoded"] == 60
-        assert result["stats"]["decodeSegments"] == 1
+        outputs.append((sink.getvalue(), result.ticks, result.frame_times))
+        assert result.stats.counts.decoded == 60
+        assert result.stats.counts.segments == 1
     assert len(outputs[0][1]) == 20 and len(set(outputs[0][0])) > 1
     assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
 

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from test_segment_decode import VIDEOS, camera_video, decode, limits
 
 from rovertrain.data import decode as decode_module
-from rovertrain.data.decode import FrameClock, TickWriter, decode_to_file
+from rovertrain.data.decode import decode_to_file
 from rovertrain.data.h264_nal import avcc_length_size, is_disposable
 from rovertrain.data.packet_scan import SkipPlan, scan_packets, skippable_packets
 from rovertrain.data.tick_visibility import MARGIN_MS, invisible_frames
+from rovertrain.data.video import FrameClock, TickWriter
 
 TICK = 100
 
@@ -235,11 +236,11 @@ def test_a_damaged_picture_no_tick_shows_costs_nothing(
 def test_skipped_frames_are_reported(tmp_path: Path) -> None:
     name, codec, options, _ = VIDEOS["h264-b-frames"]
     video = camera_video(tmp_path / name, codec, options)
-    two = decode_to_file(video, 0.0, limits(2), io.BytesIO())["stats"]
-    one = decode_to_file(video, 0.0, limits(1), io.BytesIO())["stats"]
-    assert two["decodeSegments"] == 2 and one["decodeSegments"] == 1
-    assert two["framesSkipped"] == one["framesSkipped"] > 0
-    assert two["framesDecoded"] == one["framesDecoded"] == 180  # skipped ones count
+    two = decode_to_file(video, 0.0, limits(2), io.BytesIO()).stats.counts
+    one = decode_to_file(video, 0.0, limits(1), io.BytesIO()).stats.counts
+    assert two.segments == 2 and one.segments == 1
+    assert two.skipped == one.skipped > 0
+    assert two.decoded == one.decoded == 180  # skipped ones count
 
 
 def broken_slice_headers(video: Path, index: int, scan: Any) -> Path:

@@ -19,6 +19,7 @@ from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
 from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.packet_scan import scan_packets
+from rovertrain.data.video import TickWriter
 
 FPS = 30
 
@@ -89,12 +90,12 @@ def decode(path: Path, threads: int, offset_ms: float = 0.0, **options: Any) -> 
         result = decode_to_file(path, offset_ms, limits(threads, **options), sink)
     except SkipSession as skip:
         return ("skipped", skip.code, skip.reason), {}
-    stats = dict(result["stats"])
+    stats = result.stats.to_json()
     segment_fields = {
         name: stats.pop(name) for name in ("decodeSegments", "decodeFallback") if name in stats
     }
     del stats["decodeSeconds"]
-    return (sink.getvalue(), result["ticks"], result["frameTimes"], stats), segment_fields
+    return (sink.getvalue(), result.ticks, result.frame_times, stats), segment_fields
 
 
 @pytest.mark.parametrize("kind", sorted(VIDEOS))
@@ -219,7 +220,7 @@ def test_segments_that_join_out_of_order_are_refused(tmp_path: Path) -> None:
     for output, time in ((first, 500.0), (second, 400.0)):
         output.clock.place(time)
         output.first_time, output.rotation = time, 0
-        output.writer = segment_decode.TickWriter(output.scratch, 0)
+        output.writer = TickWriter(output.scratch, 0)
         output.writer.add(frame, time)
     with pytest.raises(segment_decode.SegmentRefused, match="out of order"):
         segment_decode._merge([first, second], limits(2))

@@ -11,15 +11,9 @@ from rovertrain.data.windows import (
     CATEGORY_NONE,
     CATEGORY_STOP,
     label_windows,
-    tick_times,
 )
 
 SCHEMA = initial_schema()
-
-
-def test_ticks_are_multiples_of_100_within_the_video() -> None:
-    assert tick_times(40.0, 455.0).tolist() == [100, 200, 300, 400]
-    assert tick_times(100.0, 100.0).tolist() == [100]
 
 
 def test_targets_state_and_categories() -> None:

@@ -43,7 +43,7 @@ VARIABLE = "ROVERTRAIN_FAULTS"
 # To retarget a fault, name another product function here that takes the same arguments.
 TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "decoder_child": ("rovertrain.data.decoder_child:main", ("crash", "hang")),
-    "decoded_frame": ("rovertrain.data.decode:FrameClock.place", ("slowFrameSeconds",)),
+    "decoded_frame": ("rovertrain.data.video:FrameClock.place", ("slowFrameSeconds",)),
     "write_file": ("rovertrain.store.durable:write_durably", ("slowWriteSeconds", "failFsync")),
     "fsync_folder": ("rovertrain.store.durable:fsync_directory", ("failFsync",)),
     "rename": ("rovertrain.store.durable:rename_no_replace", ("failRename",)),

@@ -12,6 +12,7 @@ from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
+from rovertrain.learn.settings import Augmentation, Optimisation
 from rovertrain.learn.train import (
     PROGRESS_EVERY,
     Hyperparameters,
@@ -22,15 +23,22 @@ from rovertrain.learn.train import (
     train,
 )
 
-HYPER = Hyperparameters(
-    learning_rate=0.003,
-    weight_decay=0.0,
-    batch_size=16,
-    passes=2,
-    max_steps=1000,
-    augment=True,
-    bf16=False,
+OPTIMISATION = Optimisation(
+    batchSize=16, passesPerJob=2, maxStepsPerJob=1000, learningRate=0.003, weightDecay=0.0
 )
+# Brightness and contrast only: no colour gain, shift or state-vector redraws.
+AUGMENTATION = Augmentation(
+    augment=True,
+    augmentColour=0.0,
+    augmentShiftPixels=0,
+    valueHistoryDropout=0.0,
+    hideNeverSent=0.0,
+)
+HYPER = Hyperparameters(OPTIMISATION, AUGMENTATION, bf16=False)
+
+
+def hyper_with(**optimisation: int) -> Hyperparameters:
+    return replace(HYPER, optimisation=replace(OPTIMISATION, **optimisation))
 
 
 @dataclass
@@ -66,7 +74,13 @@ def run(training: TrainingPlan, control: FakeControl) -> tuple[object, list[Trai
     torch.manual_seed(0)
     model = Policy()
     reports: list[TrainingProgress] = []
-    result = train(model, build_optimizer(model, training.hyper), training, control, reports.append)
+    result = train(
+        model,
+        build_optimizer(model, training.hyper.optimisation),
+        training,
+        control,
+        reports.append,
+    )
     return result, reports
 
 
@@ -80,7 +94,7 @@ def test_all_passes_run_and_counters_continue_from_the_resume_state() -> None:
 
 
 def test_progress_every_ten_steps_counts_from_the_resumed_step() -> None:
-    hyper = replace(HYPER, passes=8)
+    hyper = hyper_with(passesPerJob=8)
     result, reports = run(plan(count=64, hyper=hyper), FakeControl())
     assert result.steps == 32
     # resumed at step 100: reports at 110, 120, 130
@@ -94,7 +108,7 @@ def test_progress_every_ten_steps_counts_from_the_resumed_step() -> None:
     [
         (FakeControl(stop_after_safe_points=3), HYPER, 1e9, StopCause.STOP_REQUESTED, 3),
         (FakeControl(), HYPER, 2.5, StopCause.TIME_BUDGET, 2),
-        (FakeControl(), replace(HYPER, max_steps=5), 1e9, StopCause.MAX_STEPS, 5),
+        (FakeControl(), hyper_with(maxStepsPerJob=5), 1e9, StopCause.MAX_STEPS, 5),
     ],
 )
 def test_named_stop_predicates(
@@ -106,12 +120,12 @@ def test_named_stop_predicates(
 
 def test_training_stops_when_it_has_converged() -> None:
     torch.manual_seed(0)
-    training = plan(hyper=replace(HYPER, passes=100))
+    training = plan(hyper=hyper_with(passesPerJob=100))
     model = Policy()
     seen: list[int] = []
     result = train(
         model,
-        build_optimizer(model, training.hyper),
+        build_optimizer(model, training.hyper.optimisation),
         training,
         FakeControl(),
         lambda progress: None,
@@ -123,7 +137,7 @@ def test_training_stops_when_it_has_converged() -> None:
 
 
 def test_training_fits_a_learnable_pool() -> None:
-    hyper = replace(HYPER, passes=15, augment=False)
+    hyper = replace(hyper_with(passesPerJob=15), augmentation=replace(AUGMENTATION, augment=False))
     result, _ = run(plan(count=64, hyper=hyper), FakeControl())
     first, last = sum(result.losses[:4]) / 4, sum(result.losses[-4:]) / 4
     assert last < first * 0.5

@@ -18,6 +18,7 @@ from rovertrain.contracts.command_schema import SLOTS, initial_schema
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
+from rovertrain.learn.settings import Augmentation, Optimisation
 from rovertrain.learn.train import (
     NON_FINITE_LOSS,
     BatchShare,
@@ -33,17 +34,17 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "distributed"))
 from gloo import join, run_ranks
 
 HYPER = Hyperparameters(
-    learning_rate=0.003,
-    weight_decay=0.01,
-    batch_size=16,
-    passes=1,
-    max_steps=4,
-    augment=True,
+    Optimisation(
+        batchSize=16, passesPerJob=1, maxStepsPerJob=4, learningRate=0.003, weightDecay=0.01
+    ),
+    Augmentation(
+        augment=True,
+        augmentColour=0.2,
+        augmentShiftPixels=3,
+        valueHistoryDropout=0.3,
+        hideNeverSent=1.0,
+    ),
     bf16=False,
-    value_history_dropout=0.3,
-    hide_never_sent=1.0,
-    augment_colour=0.2,
-    augment_shift=3,
 )
 
 
@@ -83,7 +84,7 @@ def weights_after_training(
     share: BatchShare, wrap: Callable[[Policy], Policy] = lambda model: model
 ) -> dict[str, torch.Tensor]:
     model = initial_policy()
-    optimizer = build_optimizer(model, HYPER)
+    optimizer = build_optimizer(model, HYPER.optimisation)
     train(wrap(model), optimizer, training_plan(share), Unhurried(), lambda progress: None)
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
@@ -131,7 +132,7 @@ def _non_finite_on_rank_1(rank: int, ranks: int, port: int, out: Path) -> None:
         with group.guard():
             train(
                 DistributedDataParallel(model),  # type: ignore[arg-type]
-                build_optimizer(model, HYPER), plan, Unhurried(), lambda progress: None,
+                build_optimizer(model, HYPER.optimisation), plan, Unhurried(), lambda progress: None,
             )  # fmt: skip
     except RovertrainError as error:
         outcome = {"code": error.code.value, "message": error.message, "detail": error.detail}

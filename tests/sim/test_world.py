@@ -12,7 +12,7 @@ import pytest
 from rovertrain.sim.drivers import SentCommand, commands_from_decision
 from rovertrain.sim.rollout import (
     ControllerSummary,
-    Trace,
+    RolloutTrace,
     lane_figures,
     margin,
     obstacle_figures,
@@ -193,7 +193,7 @@ def test_obstacle_figures_count_only_obstacles_that_were_reached() -> None:
 
 
 def test_rollout_metrics_from_a_trace() -> None:
-    trace = Trace("copycat", seconds=2.0, s=[0.0, 1.0, 2.0, 3.0], x=[0.0, 0.9, 1.1, 1.3])
+    trace = RolloutTrace("copycat", seconds=2.0, s=[0.0, 1.0, 2.0, 3.0], x=[0.0, 0.9, 1.1, 1.3])
     trace.moving = [True, True, False, True]
     trace.commands = [SentCommand(0.0, "drive", {"speed": 0.6, "turn": 0.0})] * 4
     metrics = rollout_metrics(trace, seed=3)

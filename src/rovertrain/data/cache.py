@@ -15,13 +15,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data.decode import DECODER_VERSION, FRAME_BYTES
+from rovertrain.data.decode import DECODER_VERSION, DecodeResult
 from rovertrain.data.recording import Recording
+from rovertrain.data.video import FRAME_BYTES
 from rovertrain.store.durable import replacing
 from rovertrain.store.layout import Layout
 
@@ -60,14 +61,18 @@ class CachedFrames:
     frames: np.ndarray  # uint8 memmap [N, H, W, C]
     ticks: np.ndarray  # int64 [N]
     frame_times: np.ndarray  # float64 [N]
-    stats: dict[str, Any]
+    stats: JsonObject
+    """The decoder's diagnostics as stored (`DecodeStats.to_json`); the dataset adds to them."""
 
 
 def load(entry: CacheEntry) -> CachedFrames | None:
     """The cached frames, or None when absent, corrupt or foreign."""
     try:
-        meta = json.loads(entry.meta_path.read_text())
-        if meta.get("key") != entry.key:
+        meta: object = json.loads(entry.meta_path.read_text())
+        if not isinstance(meta, dict) or meta.get("key") != entry.key:
+            return None
+        stats = meta["stats"]
+        if not isinstance(stats, dict):
             return None
         ticks = np.asarray(meta["ticks"], dtype=np.int64)
         frame_times = np.asarray(meta["frameTimes"], dtype=np.float64)
@@ -80,14 +85,14 @@ def load(entry: CacheEntry) -> CachedFrames | None:
         frames = np.memmap(entry.frames_path, dtype=np.uint8, mode="r", shape=shape)
         with contextlib.suppress(OSError):
             os.utime(entry.meta_path)
-        return CachedFrames(frames, ticks, frame_times, dict(meta["stats"]))
+        return CachedFrames(frames, ticks, frame_times, dict(stats))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write_meta(entry: CacheEntry, result: dict[str, Any]) -> None:
+def write_meta(entry: CacheEntry, result: DecodeResult) -> None:
     with replacing(entry.meta_path) as temporary:
-        temporary.write_text(json.dumps({"key": entry.key, **result}))
+        temporary.write_text(json.dumps({"key": entry.key, **result.to_json()}))
 
 
 def evict(root: Path, max_bytes: int, keep: set[str]) -> int:

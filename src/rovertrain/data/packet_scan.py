@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import av
+from av.container import InputContainer
+from av.video.stream import VideoStream
 
 from rovertrain.data.h264_nal import avcc_length_size, is_disposable
 from rovertrain.data.tick_visibility import invisible_frames
@@ -58,15 +59,23 @@ class SkipPlan:
             return 0
         return sum(1 for index in left_out if first_ms <= self.times_ms[index] <= last_ms)
 
+    def within(self, first_packet: int, end_packet: int) -> dict[int, int]:
+        """The packets of [first_packet, end_packet) to leave out, as offsets from
+        `first_packet`, each with the pts the scan read for it."""
+        return {
+            index - first_packet: pts
+            for index, pts in self.pts.items()
+            if first_packet <= index < end_packet
+        }
 
-def scan_packets(container: Any, stream: Any) -> PacketScan:
+
+def scan_packets(container: InputContainer, stream: VideoStream) -> PacketScan:
     """Every packet of `stream` (the container's demuxer is used up). Raises ScanFailed."""
     scan = PacketScan([], [], [], [], [])
     length_size = None
     if stream.codec_context.name == "h264":
         length_size = avcc_length_size(stream.codec_context.extradata)
     try:
-        packet: Any
         for packet in container.demux(stream):
             if packet.size == 0 and packet.pts is None:
                 continue  # the end-of-stream flush packet

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeGuard
+from typing import IO, NotRequired, TypedDict, TypeGuard
 
 from rovertrain.contracts.command_schema import ROLES
 from rovertrain.contracts.errors import SkipSession
@@ -79,6 +79,15 @@ class Command:
     t: float
     type: str
     values: Mapping[str, float] = field(default_factory=dict)
+
+
+class CommandLine(TypedDict):
+    """One command-log line as the writers write it (keys in this order; `values` left out
+    when the command carries none)."""
+
+    t: float
+    type: str
+    values: NotRequired[dict[str, float]]
 
 
 @dataclass
@@ -144,7 +153,7 @@ def session_directory(root: Path, session_id: str) -> Path:
     return directory
 
 
-def regular_file(directory: Path, name: Any, what: str) -> Path:
+def regular_file(directory: Path, name: object, what: str) -> Path:
     """Path of a regular file directly inside `directory`; refuse links, FIFOs, devices."""
     if not isinstance(name, str):
         raise SkipSession("invalid_recording", f"session.json: the {what} file name is missing")
@@ -198,11 +207,11 @@ def read_small(path: Path, limit: int) -> bytes:
     return data
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return not isinstance(value, bool) and isinstance(value, int | float)
 
 
-def _text(value: Any, shortest: int) -> TypeGuard[str]:
+def _text(value: object, shortest: int) -> TypeGuard[str]:
     return isinstance(value, str) and shortest <= len(value) <= MAX_TEXT_CHARS
 
 
@@ -213,7 +222,7 @@ def load_recording(
     meta_path = regular_file(directory, "session.json", "session")
     raw = read_small(meta_path, limits.session_json_bytes)
     try:
-        meta = parse_json(raw.decode("utf-8-sig"), limits.json_depth)  # -sig: drop a BOM
+        meta: object = parse_json(raw.decode("utf-8-sig"), limits.json_depth)  # -sig: drop a BOM
     except UnicodeDecodeError:
         raise SkipSession("invalid_recording", "session.json is not UTF-8") from None
     except BadJson as error:
@@ -262,7 +271,7 @@ def load_recording(
     )
 
 
-def command_from_json(item: Any) -> Command:
+def command_from_json(item: object) -> Command:
     """The command a parsed line holds; BadJson("invalid_command") when it is not one."""
 
     def bad(message: str) -> BadJson:

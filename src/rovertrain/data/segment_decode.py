@@ -25,16 +25,29 @@ import itertools
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from av.container import InputContainer
+from av.packet import Packet
+from av.video.frame import VideoFrame
+from av.video.stream import VideoStream
 
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.data.decode import FrameClock, TickWriter, frame_rotation, open_video
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.packet_scan import PacketScan, SkipPlan
 from rovertrain.data.segments import Segment, plan_segments
+from rovertrain.data.video import (
+    DecodedTicks,
+    FrameClock,
+    FrameCounts,
+    TickWriter,
+    VideoSource,
+    frame_rotation,
+    open_video,
+)
 
 # Codecs whose keyframes are tested to restart decoding exactly
 # (tests/data/test_segment_decode.py).
@@ -64,10 +77,7 @@ class SegmentOutput:
 
 @dataclass(frozen=True)
 class SegmentJob:
-    path: Path
-    container_name: str
-    offset_ms: float
-    limits: DecodeLimits
+    source: VideoSource
     segment: Segment
     first_position: int  # byte position of the segment's first packet (found after seeking)
     last_pts: int  # of the segment's last packet: the demuxer saw what the scan saw
@@ -91,9 +101,9 @@ def decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
 
 
 def _decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
-    segment = job.segment
-    limits = replace(job.limits, threads=1)
-    with open_video(job.path, job.container_name, limits) as (container, stream):
+    segment, source = job.segment, job.source
+    limits = replace(source.limits, threads=1)
+    with open_video(source.path, source.container_name, limits) as (container, stream):
         packets = _packets_from(container, stream, segment, job.first_position)
         remaining = segment.end_packet - segment.first_packet
         last_pts = None
@@ -122,14 +132,16 @@ def _decode_segment(job: SegmentJob, output: SegmentOutput) -> None:
         raise SegmentRefused("the segment kept no frame")
 
 
-def _skip(job: SegmentJob, output: SegmentOutput, packet: Any, offset: int) -> None:
+def _skip(job: SegmentJob, output: SegmentOutput, packet: Packet[VideoStream], offset: int) -> None:
     """A packet the sequential decode leaves out too."""
     if packet.pts != job.skip[offset]:
         raise SegmentRefused("the demuxer did not return the scanned packets")
     output.decoded += 1
 
 
-def _packets_from(container: Any, stream: Any, segment: Segment, position: int) -> Any:
+def _packets_from(
+    container: InputContainer, stream: VideoStream, segment: Segment, position: int
+) -> Iterator[Packet[VideoStream]]:
     """The demuxer positioned at the segment's first packet (the scan's byte position)."""
     if segment.first_packet == 0:
         return container.demux(stream)
@@ -144,12 +156,14 @@ def _packets_from(container: Any, stream: Any, segment: Segment, position: int) 
     raise SegmentRefused("seeking did not reach the segment's keyframe")
 
 
-def _chain(first: Any, rest: Any) -> Any:
+def _chain(
+    first: Packet[VideoStream], rest: Iterator[Packet[VideoStream]]
+) -> Iterator[Packet[VideoStream]]:
     yield first
     yield from rest
 
 
-def _keep(job: SegmentJob, output: SegmentOutput, frame: Any) -> None:
+def _keep(job: SegmentJob, output: SegmentOutput, frame: VideoFrame) -> None:
     """The sequential decoder's per-frame rule, for the frames of this segment's range."""
     segment = job.segment
     output.decoded += 1
@@ -164,30 +178,16 @@ def _keep(job: SegmentJob, output: SegmentOutput, frame: Any) -> None:
     if output.frames == 0 and segment.start_pts is not None and frame.pts != segment.start_pts:
         raise SegmentRefused("the segment's first frame is not its keyframe")
     output.frames += 1
-    placed = output.clock.place(frame.time * 1000.0 + job.offset_ms)
+    placed = output.clock.place(frame.time * 1000.0 + job.source.offset_ms)
     if placed is None:
         return
     if output.writer is None:
-        if frame.width * frame.height > job.limits.max_pixels:
+        if frame.width * frame.height > job.source.limits.max_pixels:
             raise SegmentRefused("frames over the pixel limit")
         output.rotation = frame_rotation(frame)
         output.writer = TickWriter(output.scratch, output.rotation)
         output.first_time = placed
     output.writer.add(frame, placed)
-
-
-@dataclass(frozen=True)
-class SegmentedDecode:
-    """The merged outcome; the tick frames are already in the sink."""
-
-    segments: int
-    frames: int  # skipped ones included, as a sequential decode counts them
-    skipped: int
-    duplicates: int
-    backwards: int
-    rotation: int
-    ticks: list[int]
-    frame_times: list[float]
 
 
 @dataclass(frozen=True)
@@ -205,18 +205,17 @@ def plan_for(scan: PacketScan, codec: str, threads: int) -> SegmentPlan | None:
 
 
 def decode_segmented(
-    path: Path,
-    container_name: str,
-    offset_ms: float,
-    limits: DecodeLimits,
+    source: VideoSource,
     plan: SegmentPlan,
     skip: SkipPlan,
     sink: BinaryIO,
+    *,
     scratch_dir: Path | None,
     report_frames: Callable[[int], None],
-) -> SegmentedDecode:
-    """Decode `path` as the planned segments, one thread each, into `sink`, leaving out the
-    packets (scan indices) in `skip`.
+) -> DecodedTicks:
+    """Decode `source` as the planned segments, one thread each, into `sink`, leaving out the
+    packets (scan indices) in `skip`; the merged outcome, counted as a sequential decode
+    counts.
 
     Raises SegmentRefused, with the sink untouched, when the result might differ from a
     sequential decode."""
@@ -228,24 +227,32 @@ def decode_segmented(
             for _ in plan.segments
         ]
         jobs = [
-            SegmentJob(path, container_name, offset_ms, limits, segment,
-                       scan.positions[segment.first_packet], scan.pts[segment.end_packet - 1],
-                       stop, {index - segment.first_packet: pts for index, pts in skip.pts.items()
-                              if segment.first_packet <= index < segment.end_packet})
+            SegmentJob(
+                source=source,
+                segment=segment,
+                first_position=scan.positions[segment.first_packet],
+                last_pts=scan.pts[segment.end_packet - 1],
+                stop=stop,
+                skip=skip.within(segment.first_packet, segment.end_packet),
+            )
             for segment in plan.segments
-        ]  # fmt: skip
+        ]
         threads = [
-            threading.Thread(target=decode_segment, args=(job, output), daemon=True,
-                             name=f"rovertrain-segment-{index}")
+            threading.Thread(
+                target=decode_segment,
+                args=(job, output),
+                daemon=True,
+                name=f"rovertrain-segment-{index}",
+            )
             for index, (job, output) in enumerate(zip(jobs, outputs, strict=True))
-        ]  # fmt: skip
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
             while thread.is_alive():
                 thread.join(timeout=0.5)
                 report_frames(sum(output.decoded for output in outputs))
-        _merge(outputs, limits)
+        _merge(outputs, source.limits)
         try:
             for output in outputs:
                 output.scratch.seek(0)
@@ -257,13 +264,17 @@ def decode_segmented(
     writers = [output.writer for output in outputs if output.writer is not None]
     # Every packet was fed or left out (no segment refused): count as the sequential decode.
     skipped = skip.counted(skip.packets, outputs[0].first_time, outputs[-1].clock.last)
-    return SegmentedDecode(
-        segments=len(plan.segments),
-        frames=sum(output.frames for output in outputs) + skipped,
+    counts = FrameCounts(
+        decoded=sum(output.frames for output in outputs) + skipped,
         skipped=skipped,
+        corrupt=0,  # a corrupt frame refuses the segments
         duplicates=sum(output.clock.duplicates for output in outputs),
         backwards=sum(output.clock.backwards for output in outputs),
         rotation=writers[0].rotation,
+        segments=len(plan.segments),
+    )
+    return DecodedTicks(
+        counts=counts,
         ticks=[tick for writer in writers for tick in writer.ticks],
         frame_times=[time for writer in writers for time in writer.frame_times],
     )

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, is_stop
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.recording import Command
 from rovertrain.runtime.state import encode_states, last_before, value_row
@@ -35,13 +35,6 @@ class Labels:
     unsupported: np.ndarray  # bool [N]: an unsupported command lands in this window
     command_event_counts: list[int]  # per slot, commands landing in some window
     unsupported_command_events: int
-
-
-def tick_times(first_frame_ms: float, last_frame_ms: float) -> np.ndarray:
-    """Multiples of 100 ms on the command clock covered by the decoded video."""
-    start = int(np.ceil(first_frame_ms / TICK_MS))
-    stop = int(np.floor(last_frame_ms / TICK_MS))
-    return np.arange(start, stop + 1, dtype=np.int64) * TICK_MS
 
 
 def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema) -> Labels:
@@ -139,10 +132,10 @@ class LabelSummary:
     unsupported_command_events: int
     unsupported_windows: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
-            "categories": self.categories,
-            "commandEventCounts": self.command_event_counts,
+            "categories": dict(self.categories),
+            "commandEventCounts": list(self.command_event_counts),
             "unsupportedCommandEvents": self.unsupported_command_events,
             "unsupportedWindows": self.unsupported_windows,
         }

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.recording import MAX_NAME_CHARS, MAX_VALUES
 from rovertrain.importers.commands import DRIVE
 
 MAX_EPISODE_RANGE = 1_000_000
-DEFAULT_MAP: dict[str, Any] = {"command": DRIVE, "values": {"speed": 0, "turn": 1}}
+DEFAULT_MAP: JsonObject = {"command": DRIVE, "values": {"speed": 0, "turn": 1}}
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,12 @@ def _usage(pointer: str, message: str) -> RovertrainError:
     return RovertrainError(ErrorCode.USAGE, f"action map {pointer}: {message}")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return not isinstance(value, bool) and isinstance(value, int | float)
 
 
-def _source(pointer: str, spec: Any, names: Sequence[str], width: int) -> ValueSource:
-    scale: Any = 1.0
+def _source(pointer: str, spec: object, names: Sequence[str], width: int) -> ValueSource:
+    scale: object = 1.0
     if isinstance(spec, dict):
         unknown = set(spec) - {"index", "name", "scale"}
         if unknown:
@@ -74,7 +75,7 @@ def _source(pointer: str, spec: Any, names: Sequence[str], width: int) -> ValueS
     return ValueSource(spec, float(scale))
 
 
-def parse_action_map(document: Any, names: Sequence[str], width: int) -> ActionMap:
+def parse_action_map(document: object, names: Sequence[str], width: int) -> ActionMap:
     """The map `document` describes for an action of `width` dimensions named `names`."""
     if not isinstance(document, dict):
         raise _usage("/", "must be a JSON object")

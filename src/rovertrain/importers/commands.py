@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rovertrain.data.recording import Command
+from rovertrain.data.recording import Command, CommandLine
 
 DRIVE = "drive"
 STOP = "stop"
@@ -126,9 +126,9 @@ class Dropped:
         return dict(sorted(self.counts.items()))
 
 
-def command_line(command: Command) -> dict[str, object]:
+def command_line(command: Command) -> CommandLine:
     """One command-log line (format v1)."""
-    line: dict[str, object] = {"t": round(command.t, 3), "type": command.type}
+    line: CommandLine = {"t": round(command.t, 3), "type": command.type}
     if command.values:
         line["values"] = {name: round(value, 6) for name, value in command.values.items()}
     return line

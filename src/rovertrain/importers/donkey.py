@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.identifiers import valid_identifier
@@ -37,6 +37,10 @@ from rovertrain.importers.report import Imported, ImportRun, Rejected
 from rovertrain.importers.writer import WEBM_FILE, SessionMeta, Staging, Vp8Writer, recording_exists
 from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
+
+if TYPE_CHECKING:
+    from av.video.codeccontext import VideoCodecContext
+    from av.video.frame import VideoFrame
 
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_CATALOG_BYTES = 256 << 20
@@ -198,14 +202,18 @@ class JpegDecoder:
     """JPEG files to frames with PyAV's MJPEG decoder; None for one that does not decode."""
 
     def __init__(self) -> None:
+        self.context = self._new_context()
+
+    @staticmethod
+    def _new_context() -> VideoCodecContext:
         import av
 
-        self._av = av
-        self.context: Any = av.CodecContext.create("mjpeg", "r")
+        return av.CodecContext.create("mjpeg", "r")
 
-    def decode(self, path: Path) -> Any:
+    def decode(self, path: Path) -> VideoFrame | str:
         """The frame, or the reason (a str) it is dropped: `too_large`, `corrupt_image`."""
-        av = self._av
+        import av
+
         try:
             with open_regular(path, MAX_IMAGE_BYTES) as stream:
                 data = stream.read(MAX_IMAGE_BYTES + 1)
@@ -218,7 +226,7 @@ class JpegDecoder:
         try:
             frames = self.context.decode(av.Packet(data))
         except (av.error.FFmpegError, ValueError):
-            self.context = av.CodecContext.create("mjpeg", "r")  # a clean state for the next
+            self.context = self._new_context()  # a clean state for the next
             return "corrupt_image"
         if not frames or frames[0].is_corrupt:
             return "corrupt_image"
@@ -283,10 +291,16 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
     if existing or options.dry_run:
         run.imported(
             Imported(
-                plan.source, plan.session_id, len(plan.records), len(commands),
-                plan.dropped.as_dict(), str(target), options.dry_run, existing,
+                source=plan.source,
+                session_id=plan.session_id,
+                frames=len(plan.records),
+                commands=len(commands),
+                dropped=plan.dropped.as_dict(),
+                path=str(target),
+                dry_run=options.dry_run,
+                existing=existing,
             )
-        )  # fmt: skip
+        )
         return
     meta = SessionMeta(
         session_id=plan.session_id,
@@ -301,19 +315,21 @@ def import_session(plan: SessionPlan, options: DonkeyOptions, run: ImportRun) ->
     except OSError as error:
         raise disk_error(error, f"recording {plan.session_id}") from None
     if frames == 0:
-        run.skipped(
-            Rejected(
-                plan.source, plan.session_id, "invalid_recording",
-                f"none of the {len(plan.records)} images could be decoded",
-            )
-        )  # fmt: skip
+        reason = f"none of the {len(plan.records)} images could be decoded"
+        run.skipped(Rejected(plan.source, plan.session_id, "invalid_recording", reason))
         return
     run.imported(
         Imported(
-            plan.source, plan.session_id, frames, len(commands), plan.dropped.as_dict(),
-            str(target), False, not written,
+            source=plan.source,
+            session_id=plan.session_id,
+            frames=frames,
+            commands=len(commands),
+            dropped=plan.dropped.as_dict(),
+            path=str(target),
+            dry_run=False,
+            existing=not written,
         )
-    )  # fmt: skip
+    )
 
 
 def _write(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 import orjson
 
@@ -59,7 +59,7 @@ class TubRecord:
     mode: str | None
 
 
-def _number(value: Any) -> TypeGuard[int | float]:
+def _number(value: object) -> TypeGuard[int | float]:
     return (
         not isinstance(value, bool)
         and isinstance(value, int | float)

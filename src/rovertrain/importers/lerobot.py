@@ -12,10 +12,11 @@ and videos in `videos/<key>/...mp4` holding many episodes one after another.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError, SkipSession
 from rovertrain.contracts.strict_json import BadJson, parse_json
@@ -78,18 +79,18 @@ class Episode:
     to_s: float
 
 
-def _pyarrow() -> Any:
+def _pyarrow() -> ModuleType:
+    """`pyarrow.parquet` (untyped: what it returns is checked where it is used)."""
     try:
-        import pyarrow.parquet as parquet
+        return importlib.import_module("pyarrow.parquet")
     except ImportError:
         raise RovertrainError(
             ErrorCode.MISSING_DEPENDENCY,
             "Importing LeRobot datasets needs pyarrow: pip install 'rovertrain[import]'.",
         ) from None
-    return parquet
 
 
-def _json_file(path: Path, limit: int, what: str) -> Any:
+def _json_file(path: Path, limit: int, what: str) -> object:
     try:
         return parse_json(read_small(path, limit).decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -231,7 +232,7 @@ class FrameRows:
 
 
 def load_action_map(path: str | None, info: Info) -> ActionMap:
-    document: Any = DEFAULT_MAP
+    document: object = DEFAULT_MAP
     if path is not None:
         try:
             document = _json_file(Path(path), MAX_ACTION_MAP_BYTES, f"--action-map {path}")
@@ -264,10 +265,9 @@ def import_dataset(dataset: Path, options: LerobotOptions, run: ImportRun) -> No
     rows = FrameRows(dataset)
     if selection is not None:
         for missing in sorted(selection - {episode.index for episode in episodes})[:100]:
-            run.skipped(
-                Rejected(f"{dataset}#episode={missing}", f"lerobot-{label}-ep{missing}",
-                         "missing_recording", f"the data set has no episode {missing}")
-            )  # fmt: skip
+            source, session_id = f"{dataset}#episode={missing}", f"lerobot-{label}-ep{missing}"
+            reason = f"the data set has no episode {missing}"
+            run.skipped(Rejected(source, session_id, "missing_recording", reason))
     for episode in episodes:
         if selection is not None and episode.index not in selection:
             continue
@@ -309,18 +309,29 @@ def import_episode(
     existing = recording_exists(options.root, session_id)
     if existing or options.dry_run:
         run.imported(
-            Imported(source, session_id, episode.length, len(commands), dropped, str(target),
-                     options.dry_run, existing)
-        )  # fmt: skip
+            Imported(
+                source=source,
+                session_id=session_id,
+                frames=episode.length,
+                commands=len(commands),
+                dropped=dropped,
+                path=str(target),
+                dry_run=options.dry_run,
+                existing=existing,
+            )
+        )
         return
     run.progress.show(session_id, 0, episode.length, force=True)
     roles = {STOP: "stop", action_map.command: "movement"}
     try:
         with Staging(options.root, session_id) as staging:
             segment = cut_segment(
-                dataset / episode.video_file, staging.path / MKV_FILE, episode.from_s,
-                episode.to_s, MAX_VIDEO_BYTES,
-            )  # fmt: skip
+                dataset / episode.video_file,
+                staging.path / MKV_FILE,
+                start_s=episode.from_s,
+                end_s=episode.to_s,
+                max_bytes=MAX_VIDEO_BYTES,
+            )
             meta = SessionMeta(
                 session_id=session_id,
                 rover_id=options.rover_id or info.robot_type or "lerobot",
@@ -335,9 +346,14 @@ def import_episode(
         raise disk_error(error, f"recording {session_id}") from None
     run.imported(
         Imported(
-            source, session_id, segment.frames, len(commands), dropped, str(target), False,
-            not written,
-            video={"codec": segment.codec, "remuxed": True, "leadingFrames": segment.leading,
-                   "trailingFrames": segment.trailing},
+            source=source,
+            session_id=session_id,
+            frames=segment.frames,
+            commands=len(commands),
+            dropped=dropped,
+            path=str(target),
+            dry_run=False,
+            existing=not written,
+            video=segment.event_fields(),
         )
-    )  # fmt: skip
+    )

@@ -14,11 +14,15 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.recording import MAX_OFFSET_MS, open_regular
+
+if TYPE_CHECKING:
+    from av.packet import Packet
+    from av.video.stream import VideoStream
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,15 @@ class Segment:
     """Frames at or after `to` kept because a frame shown before `to` is decoded from them."""
     offset_ms: float
     codec: str
+
+    def event_fields(self) -> dict[str, object]:
+        """The `imported` event's `video`: what the cut kept."""
+        return {
+            "codec": self.codec,
+            "remuxed": True,
+            "leadingFrames": self.leading,
+            "trailingFrames": self.trailing,
+        }
 
 
 def span_to_copy(packets: list[tuple[int, int, bool]], end: float) -> tuple[int, int]:
@@ -62,48 +75,47 @@ def cut_segment(
     if container_name is None:
         raise SkipSession("invalid_recording", f"{source.name}: {describe_head(head)}")
     try:
-        inp: Any = av.open(
-            str(source), format=container_name, options={"protocol_whitelist": "file"}
-        )
+        inp = av.open(str(source), format=container_name, options={"protocol_whitelist": "file"})
     except (av.error.FFmpegError, OSError, ValueError) as error:
         raise SkipSession("decode_error", f"FFmpeg cannot open {source.name}: {error}") from None
     with inp:
-        videos = [item for item in inp.streams if item.type == "video"]
+        videos = inp.streams.video
         if not videos:
             raise SkipSession("no_video", f"{source.name} has no video stream")
         video = videos[0]
         base = video.time_base
+        if base is None:
+            raise SkipSession("decode_error", f"{source.name}: the video stream has no time base")
         start, end = start_s / base, end_s / base
-        read: list[Any] = []
+        read: list[Packet[VideoStream]] = []
+        times: list[tuple[int, int, bool]] = []  # (pts, dts, keyframe) of each packet read
         try:
             inp.seek(max(0, int(start)), stream=video, backward=True, any_frame=False)
             for packet in inp.demux(video):
                 if packet.pts is None:
                     continue
+                dts = packet.dts if packet.dts is not None else packet.pts
                 read.append(packet)
-                if (packet.dts if packet.dts is not None else packet.pts) >= end:
+                times.append((packet.pts, dts, packet.is_keyframe))
+                if dts >= end:
                     break
         except av.error.FFmpegError as error:
             raise SkipSession("decode_error", f"{source.name}: {error}") from None
-        first, last = span_to_copy(
-            [(p.pts, p.dts if p.dts is not None else p.pts, p.is_keyframe) for p in read], end
-        )
-        kept = read[first:last]
-        shown = [packet for packet in kept if start - 1e-9 <= packet.pts < end]
+        first, last = span_to_copy(times, end)
+        kept, kept_times = read[first:last], times[first:last]
+        shown = sum(1 for pts, _, _ in kept_times if start - 1e-9 <= pts < end)
         if not shown:
             raise SkipSession(
                 "no_windows", f"{source.name} shows no frame in [{start_s:.3f}, {end_s:.3f}) s"
             )
-        shift = min(
-            min(p.pts for p in kept), min(p.dts if p.dts is not None else p.pts for p in kept)
-        )
-        leading = sum(1 for packet in kept if packet.pts < start - 1e-9)
-        trailing = sum(1 for packet in kept if packet.pts >= end)
+        shift = min(min(pts for pts, _, _ in kept_times), min(dts for _, dts, _ in kept_times))
+        leading = sum(1 for pts, _, _ in kept_times if pts < start - 1e-9)
+        trailing = sum(1 for pts, _, _ in kept_times if pts >= end)
         try:
             with av.open(str(target), mode="w", format="matroska") as out:
-                copy: Any = out.add_stream_from_template(video)
-                for packet in kept:
-                    packet.pts -= shift
+                copy = out.add_stream_from_template(video)
+                for packet, (pts, _, _) in zip(kept, kept_times, strict=True):
+                    packet.pts = pts - shift
                     if packet.dts is not None:
                         packet.dts -= shift
                     packet.stream = copy
@@ -119,4 +131,4 @@ def cut_segment(
                 f"{source.name}: the keyframe before the episode is {-offset_ms / 1000:.0f} s "
                 "early, beyond the format's offsetMs limit (re-encode with shorter GOPs)",
             )
-        return Segment(len(shown), leading, trailing, offset_ms, video.codec_context.name)
+        return Segment(shown, leading, trailing, offset_ms, video.codec_context.name)

@@ -16,12 +16,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.recording import FORMAT, Command
 from rovertrain.importers.commands import COMMAND_ROLES, command_line
 from rovertrain.store.durable import fsync_directory, rename_no_replace, write_durably
 from rovertrain.store.layout import Layout
+
+if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.frame import VideoFrame
+    from av.video.stream import VideoStream
 
 MILLISECONDS = Fraction(1, 1000)
 COMMANDS_FILE = "commands.ndjson"
@@ -47,8 +53,9 @@ def recording_exists(root: Path, session_id: str) -> bool:
     return os.path.lexists(Layout(root).recording_dir(session_id))
 
 
-def session_document(meta: SessionMeta) -> dict[str, Any]:
-    document: dict[str, Any] = {
+def session_document(meta: SessionMeta) -> JsonObject:
+    """session.json of the recording (format v1), keys in the format's order."""
+    document: JsonObject = {
         "format": FORMAT,
         "sessionId": meta.session_id,
         "roverId": meta.rover_id,
@@ -59,7 +66,7 @@ def session_document(meta: SessionMeta) -> dict[str, Any]:
         document["startedAt"] = started.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     document["video"] = {"file": meta.video_file, "offsetMs": round(meta.offset_ms, 3)}
     document["commands"] = {"file": COMMANDS_FILE}
-    document["commandRoles"] = dict(meta.command_roles)
+    document["commandRoles"] = {name: role for name, role in meta.command_roles.items()}
     return document
 
 
@@ -127,15 +134,14 @@ class Vp8Writer:
     def __init__(self, path: Path, threads: int = 1):
         import av
 
-        self._av = av
         self.path = path
         self.threads = threads
-        self.container: Any = av.open(str(path), mode="w", format="webm")
-        self.stream: Any = None
+        self.container: OutputContainer = av.open(str(path), mode="w", format="webm")
+        self.stream: VideoStream | None = None
         self.frames = 0
         self.last_pts = -1
 
-    def add(self, frame: Any, time_ms: float) -> bool:
+    def add(self, frame: VideoFrame, time_ms: float) -> bool:
         """Encode `frame` shown at `time_ms` (≥ 0); False (not written) if the time is not
         after the previous frame's once rounded to a millisecond."""
         pts = round(time_ms)

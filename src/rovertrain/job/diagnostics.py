@@ -5,12 +5,12 @@ from __future__ import annotations
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
 from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset
 from rovertrain.learn.policy import specification
 from rovertrain.learn.train import TrainResult
@@ -21,20 +21,20 @@ class JobDiagnostics:
     """Filled step by step; `to_json` writes only what the job got as far as measuring."""
 
     cpu_started: float = field(default_factory=time.process_time)
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: JsonObject = field(default_factory=dict)
 
     def dataset(self, dataset: Dataset) -> None:
         self.figures.update(
-            dataset=dataset.rows(),
+            dataset=list(dataset.rows()),
             decodeSeconds=dataset.decode_seconds,
             poolBytes=dataset.pool.nbytes() + dataset.validation.nbytes(),
         )
 
-    def selection(self, summary: dict[str, Any]) -> None:
+    def selection(self, summary: JsonObject) -> None:
         self.figures["selection"] = summary
 
     def optimizer(self, settings: dict[str, float]) -> None:
-        self.figures["optimizer"] = settings
+        self.figures["optimizer"] = dict(settings)
 
     def seconds(self, name: str, seconds: float) -> None:
         self.figures[name] = round(seconds, 3)
@@ -42,7 +42,7 @@ class JobDiagnostics:
     def training(self, result: TrainResult) -> None:
         self.figures.update(trainingSeconds=result.seconds, trainingStoppedBy=result.stopped_by)
 
-    def evaluation(self, audit: dict[str, Any], probe_seconds: float, seconds: float) -> None:
+    def evaluation(self, audit: JsonObject, probe_seconds: float, seconds: float) -> None:
         """The evaluate step: the training audit and its time, the probe's apart."""
         self.figures["trainingAudit"] = audit
         self.seconds("probeSeconds", probe_seconds)
@@ -56,5 +56,5 @@ class JobDiagnostics:
             policy=specification(schema),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dict(self.figures)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset, WindowSet
 from rovertrain.data.partition import Partition
 from rovertrain.gate import (
@@ -41,7 +41,7 @@ def scoring_for(job: Job, dataset: Dataset) -> Scoring:
         schema=dataset.schema,
         threshold=job.actionThreshold,
         frequencies=natural_frequencies(usable, counts),
-        batch_size=job.config.batchSize,
+        batch_size=job.config.optimisation.batchSize,
     )
 
 
@@ -66,8 +66,8 @@ class GateEvaluation:
     reasons: tuple[str, ...] = ()
     blind: BlindScore | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        unsupported = {
+    def to_json(self) -> JsonObject:
+        unsupported: JsonObject = {
             "unsupportedCommandEvents": self.support.unsupported_command_events,
             "unsupportedWindows": self.support.unsupported_windows,
         }
@@ -84,11 +84,11 @@ class GateEvaluation:
             **self.camera_json(),
         }
 
-    def camera_json(self) -> dict[str, Any]:
+    def camera_json(self) -> JsonObject:
         if self.blind is None:
             return {}
         return {
-            "blind": self.blind.to_json(),
+            "blind": dict(self.blind.to_json()),
             "visionGain": self.blind.vision_gain,
             "changeVisionGain": self.blind.change_gain,
         }
@@ -124,11 +124,11 @@ class TrainingAudit:
 
     before: EventMetrics
     after: EventMetrics | None = None
-    learning_probe: dict[str, Any] | None = None
+    learning_probe: JsonObject | None = None
     probe_seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "before": self.before.to_json(),
             "after": self.after.to_json() if self.after is not None else None,
@@ -165,11 +165,11 @@ def probe_when_due(
 
 def audit_inputs(
     result: TrainResult, setup: LossSetup, scoring: Scoring, pool: WindowSet
-) -> dict[str, Any]:
+) -> JsonObject:
     """What training saw: gradient norms, BCE weights, natural and sampled frequencies."""
     slots = len(scoring.schema)
     return {
-        "gradientNormBeforeClipping": summarise_norms(result.gradient_norms),
+        "gradientNormBeforeClipping": dict(summarise_norms(result.gradient_norms)),
         "positiveWeights": setup.positive_weight[:slots].tolist(),
         "naturalTrainingCommandFrequency": scoring.frequencies[:slots].tolist(),
         "sampledCommandFrequency": pool.fires.mean(axis=0)[:slots].tolist(),

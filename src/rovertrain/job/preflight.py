@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rovertrain.contracts.errors import RovertrainError, SkipSession
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.recording import list_sessions, session_directory
 from rovertrain.job.config import Job
 from rovertrain.store.layout import Layout
@@ -44,7 +44,7 @@ def job_sessions(job: Job) -> tuple[str, ...]:
     return job.sessions
 
 
-def validate_job_offline(job: Job) -> dict[str, Any]:
+def validate_job_offline(job: Job) -> JsonObject:
     """What a job template says, checked against the schema only (no root needed)."""
     return {
         **({"jobId": job.jobId} if job.jobId else {}),
@@ -57,7 +57,7 @@ def validate_job_offline(job: Job) -> dict[str, Any]:
     }
 
 
-def validate_job_on_disk(job: Job) -> dict[str, Any]:
+def validate_job_on_disk(job: Job) -> JsonObject:
     root = job.root.resolve()
     check_root_usable(root)
     job = with_sessions(job, root)

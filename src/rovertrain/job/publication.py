@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from rovertrain import __version__
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset
 from rovertrain.gate import PublicationDecision
 from rovertrain.job.config import Job
@@ -41,12 +41,13 @@ class Published:
     id: str
     name: str
     path: Path
-    document: dict[str, Any]  # model.json as written
+    document: JsonObject  # model.json as written
 
 
 def model_metadata(
     candidate: Candidate, state: TrainingState, model: Policy, model_id: str, name: str
-) -> dict[str, Any]:
+) -> JsonObject:
+    """model.json's content (store.publish adds the files)."""
     job, dataset = candidate.job, candidate.dataset
     return {
         "id": model_id,
@@ -60,9 +61,9 @@ def model_metadata(
         "specification": specification(dataset.schema),
         "actionThreshold": job.actionThreshold,
         "steeringDeadband": job.steeringDeadband,
-        "trainedRovers": sorted(state.trained_rovers),
-        "controlProfiles": state.control_profiles,
-        "sourceSessions": dataset.accepted,
+        "trainedRovers": list(sorted(state.trained_rovers)),
+        "controlProfiles": list(state.control_profiles),
+        "sourceSessions": list(dataset.accepted),
         "trainingLoss": candidate.training_loss,
         "evaluation": candidate.evaluation.status,
         "validation": candidate.evaluation.to_json(),

@@ -20,13 +20,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rovertrain.contracts.errors import ErrorCode, InvalidJob, RovertrainError
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.distributed.shard import batch_share, shard_sessions
 from rovertrain.distributed.world import ONE_PROCESS, World, world_from_env
-from rovertrain.job.config import Config, Job
+from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl
+from rovertrain.job.settings import Execution
 from rovertrain.protocol.events import EventStream
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from rovertrain.learn.losses import LossSetup
     from rovertrain.learn.policy import Policy
     from rovertrain.learn.train import BatchShare, TrainingControl, TrainResult
+    from rovertrain.store.durable import JobLock
 
 
 def resolve_device(setting: str, world: World) -> torch.device:
@@ -90,7 +93,7 @@ class RankReport:
     examples: int = 0
     trainingSeconds: float = 0.0
 
-    def to_json(self, windows: int) -> dict[str, Any]:
+    def to_json(self, windows: int) -> JsonObject:
         rate = self.examples / self.trainingSeconds if self.trainingSeconds > 0 else 0.0
         return {
             **dataclasses.asdict(self),
@@ -133,7 +136,8 @@ class Ranks:
         job_id, sessions = self.group.from_leader((job_id, job.sessions))
         return dataclasses.replace(job, sessions=sessions), job_id
 
-    def root_lock(self, root: Path) -> Any:
+    def root_lock(self, root: Path) -> JobLock | NoLock:
+        """The root's job lock on rank 0; a lock that locks nothing on the others."""
         from rovertrain.store.durable import JobLock
 
         return JobLock(root) if self.leads else NoLock()
@@ -282,10 +286,10 @@ class Ranks:
             self.group.close()
 
 
-def join_ranks(config: Config) -> Ranks:
+def join_ranks(execution: Execution) -> Ranks:
     """This process's ranks, from the launcher's environment; one process without one."""
     world = world_from_env(os.environ)
-    device = resolve_device(config.device, world)
+    device = resolve_device(execution.device, world)
     if device.type == "cuda":
         import torch
 
@@ -294,9 +298,9 @@ def join_ranks(config: Config) -> Ranks:
         return Ranks(world, None, device)
     from rovertrain.distributed.group import RankGroup
 
-    return Ranks(world, RankGroup.join(world, device, config.rankTimeoutSeconds), device)
+    return Ranks(world, RankGroup.join(world, device, execution.rankTimeoutSeconds), device)
 
 
-def one_process(config: Config) -> Ranks:
+def one_process(execution: Execution) -> Ranks:
     """The single-process job's ranks (callers of run_steps that joined none)."""
-    return Ranks(ONE_PROCESS, None, resolve_device(config.device, ONE_PROCESS))
+    return Ranks(ONE_PROCESS, None, resolve_device(execution.device, ONE_PROCESS))

@@ -9,12 +9,13 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import torch
 
 from rovertrain.contracts.command_schema import validate_schema
 from rovertrain.contracts.errors import RovertrainError
+from rovertrain.job.state import SavedState
 from rovertrain.learn.policy import VERSION
 from rovertrain.store.durable import atomic_replace, disk_error
 from rovertrain.store.layout import Layout
@@ -34,7 +35,7 @@ def _refuse(path: Path, why: str) -> RovertrainError:
     )
 
 
-def load_resume(root: Path) -> dict[str, Any] | None:
+def load_resume(root: Path) -> SavedState | None:
     path = resume_path(root)
     if not path.exists():
         return None
@@ -60,10 +61,10 @@ def load_resume(root: Path) -> dict[str, Any] | None:
                 raise ValueError(f"{key} is not a count")
     except (KeyError, ValueError) as error:
         raise _refuse(path, str(error)) from None
-    return state
+    return cast(SavedState, state)  # the keys every resume file has, checked above
 
 
-def save_resume(root: Path, state: dict[str, Any]) -> None:
+def save_resume(root: Path, state: SavedState) -> None:
     buffer = io.BytesIO()
     torch.save({**state, "version": VERSION}, buffer)
     try:

@@ -3,9 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from rovertrain.contracts.command_schema import Schema, initial_schema
+from rovertrain.contracts.json_types import JsonObject
+
+if TYPE_CHECKING:
+    import torch
+
+
+class SavedState(TypedDict):
+    """The resume file's content (camelCase keys, as the seed's); `job.resume` adds the
+    policy version and checks the required keys on loading."""
+
+    weights: dict[str, torch.Tensor]
+    optimizer: dict[str, object]
+    schema: Schema
+    steps: int
+    examples: int
+    lastPublished: int
+    trainedRovers: NotRequired[list[str]]
+    controlProfiles: NotRequired[list[str]]
+    distinctWindows: NotRequired[dict[str, int]]
+    publishedWindows: int
+    lastProbeSteps: NotRequired[int]
+    learningProbe: NotRequired[JsonObject | None]
 
 
 @dataclass
@@ -19,16 +41,16 @@ class TrainingState:
     distinct_windows: dict[str, int] = field(default_factory=dict)
     published_windows: int = 0
     last_probe_steps: int = 0
-    learning_probe: dict[str, Any] | None = None
-    weights: dict[str, Any] | None = None  # torch state dicts, as loaded
-    optimizer: dict[str, Any] | None = None
+    learning_probe: JsonObject | None = None
+    weights: dict[str, torch.Tensor] | None = None  # torch state dicts, as loaded
+    optimizer: dict[str, object] | None = None
 
     @staticmethod
     def fresh() -> TrainingState:
         return TrainingState(schema=initial_schema())
 
     @staticmethod
-    def from_saved(saved: dict[str, Any] | None) -> TrainingState:
+    def from_saved(saved: SavedState | None) -> TrainingState:
         """The resume file's content (camelCase keys, as the seed's) as a state."""
         if saved is None:
             return TrainingState.fresh()
@@ -47,8 +69,9 @@ class TrainingState:
             optimizer=saved["optimizer"],
         )
 
-    def to_saved(self) -> dict[str, Any]:
+    def to_saved(self) -> SavedState:
         """The resume file's content; weights and optimizer must be set."""
+        assert self.weights is not None and self.optimizer is not None
         return {
             "weights": self.weights,
             "optimizer": self.optimizer,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,17 @@ class Score:
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         return Score(precision, recall, f1)
 
+    def to_json(self) -> JsonObject:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}
+
 
 @dataclass(frozen=True)
 class BaselineScore:
     rule: str
     score: Score
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, **asdict(self.score)}
+    def to_json(self) -> JsonObject:
+        return {"rule": self.rule, **self.score.to_json()}
 
 
 @dataclass(frozen=True)
@@ -42,13 +45,13 @@ class SlotMetrics:
     score: Score
     numeric_mse: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "type": self.type,
             "role": self.role,
             "events": self.events,
             "predicted": self.predicted,
-            **asdict(self.score),
+            **self.score.to_json(),
             "numericMse": self.numeric_mse,
         }
 
@@ -125,7 +128,7 @@ class KindScore:
             hold_last_mse=float(held[mask].mean()) if mask.any() else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "events": self.events,
             "recall": self.recall,
@@ -142,7 +145,7 @@ class HoldLast:
     changes: KindScore
     resends: KindScore
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "holdLastNumericMse": self.numeric_mse,
             "changes": self.changes.to_json(),
@@ -191,12 +194,12 @@ class EventMetrics:
     def best_baseline_f1(self) -> float:
         return max((row.score.f1 for row in self.baselines), default=0.0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "windows": self.windows,
             "positiveActions": self.positive_actions,
             "predictedActions": self.predicted_actions,
-            **asdict(self.score),
+            **self.score.to_json(),
             "numericMse": self.numeric_mse,
             "stopEvents": self.stop_events,
             "stopRecall": self.stop_recall,

@@ -10,7 +10,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -75,10 +75,20 @@ def keep_previous_log(job_dir: Path) -> None:
     files.events.rename(files.previous_events(number))
 
 
-def render(event: dict[str, Any]) -> str:
+def _outcome(event: Mapping[str, object]) -> object:
+    """A `complete` event's evaluation status, else its reason."""
+    evaluation = event.get("evaluation")
+    reason = event.get("reason", "")
+    return evaluation.get("status", reason) if isinstance(evaluation, dict) else reason
+
+
+def render(event: Mapping[str, object]) -> str:
+    """One event as a line for a person (`rovertrain events` on a terminal)."""
     kind = event.get("kind")
-    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("time", 0) / 1000))
-    details = {
+    milliseconds = event.get("time", 0)
+    seconds = milliseconds / 1000 if isinstance(milliseconds, int | float) else 0.0
+    stamp = time.strftime("%H:%M:%S", time.localtime(seconds))
+    details: dict[str, Callable[[Mapping[str, object]], str]] = {
         "progress": lambda e: (
             f"step {e['steps']} loss {e['loss']:.4f} {e['examplesPerSecond']:.0f} ex/s"
         ),
@@ -89,14 +99,13 @@ def render(event: dict[str, Any]) -> str:
         "phase": lambda e: f"phase {e['phase']}",
         "error": lambda e: f"ERROR {e['code']}: {e['message']}",
         "complete": lambda e: (
-            f"complete: trained={e['trained']} promote={e.get('promote')} "
-            f"{(e.get('evaluation') or {}).get('status', e.get('reason', ''))}"
+            f"complete: trained={e['trained']} promote={e.get('promote')} {_outcome(e)}"
         ),
     }
     try:
         text = (
             details[kind](event)
-            if kind in details
+            if isinstance(kind, str) and kind in details
             else json.dumps(
                 {k: v for k, v in event.items() if k not in {"v", "seq", "time", "jobId"}}
             )[:160]

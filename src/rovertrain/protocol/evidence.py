@@ -9,9 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from rovertrain.protocol.events import Event
 from rovertrain.store.durable import replacing
 from rovertrain.store.layout import JobDir
 
@@ -27,7 +28,7 @@ class GrowingCsv:
             if header:
                 self.fields = header + [f for f in base_fields if f not in header]
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Mapping[str, object]) -> None:
         with self._lock:
             new = [key for key in row if key not in self.fields]
             if new or not self.path.exists():
@@ -52,7 +53,8 @@ class GrowingCsv:
             temporary.write_text(buffer.getvalue())
 
 
-def flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def flatten(prefix: str, value: object, out: dict[str, object]) -> None:
+    """The numbers inside `value` into `out`, keyed by their dotted path."""
     if isinstance(value, dict):
         for key, item in value.items():
             flatten(f"{prefix}.{key}" if prefix else key, item, out)
@@ -69,9 +71,9 @@ class EvidenceWriter:
         self.training = GrowingCsv(files.training_log, ("step", "elapsedSeconds"))
         self.evals = GrowingCsv(files.checkpoint_evals, ("step",))
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Event) -> None:
         if event["kind"] == "progress":
-            row: dict[str, Any] = {"step": event["steps"]}
+            row: dict[str, object] = {"step": event["steps"]}
             flatten(
                 "", {k: v for k, v in event.items() if k not in {"seq", "v", "time", "steps"}}, row
             )

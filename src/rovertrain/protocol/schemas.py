@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+
+from rovertrain.contracts.json_types import JsonObject
 
 SCHEMA_NAMES = ("events", "job", "session", "command", "model")
 
 
-def load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> JsonObject:
     """One shipped schema by name (`events`, `job`, `session`, `command`, `model`)."""
     if name not in SCHEMA_NAMES:
         raise ValueError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
     text = (resources.files("rovertrain") / "schemas" / f"{name}.schema.json").read_text()
-    document: dict[str, Any] = json.loads(text)
+    document: JsonObject = json.loads(text)  # shipped with the package: an object
     return document

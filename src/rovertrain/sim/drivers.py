@@ -19,10 +19,12 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from rovertrain.contracts.command_schema import Schema, Slot
+from rovertrain.data.recording import CommandLine
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.world import World
 
@@ -37,9 +39,9 @@ class SentCommand:
     type: str
     values: dict[str, float] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> CommandLine:
         """The command log line (key order as the recording format's examples)."""
-        item: dict[str, Any] = {"t": self.t, "type": self.type}
+        item: CommandLine = {"t": self.t, "type": self.type}
         if self.values is not None:
             item["values"] = self.values
         return item
@@ -168,10 +170,20 @@ class Copycat:
         return [self.last]
 
 
+class TickDecision(Protocol):
+    """What `PolicyDriver` reads of a decision (`rovertrain.runtime.Decision`)."""
+
+    @property
+    def send(self) -> Mapping[str, bool]: ...
+
+    @property
+    def values(self) -> Mapping[str, Mapping[str, float]]: ...
+
+
 class TickPolicy(Protocol):
     """What `PolicyDriver` needs: `rovertrain.runtime.RoverPolicy`'s interface."""
 
-    schema: list[dict[str, Any]]
+    schema: Schema
     tick_ms: int
 
     def reset(self) -> None: ...
@@ -180,12 +192,12 @@ class TickPolicy(Protocol):
         self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
     ) -> bool: ...
 
-    def tick(self, frame: np.ndarray, t_ms: float) -> Any: ...
+    def tick(self, frame: np.ndarray, t_ms: float) -> TickDecision: ...
 
 
 def commands_from_decision(
     t_ms: float,
-    schema: Sequence[Mapping[str, Any]],
+    schema: Sequence[Slot],
     fire: Mapping[str, bool],
     values: Mapping[str, Mapping[str, float]],
 ) -> list[SentCommand]:

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.partition import is_held_out
-from rovertrain.data.recording import FORMAT
+from rovertrain.data.recording import FORMAT, CommandLine
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import run_controller
 from rovertrain.sim.world import World
@@ -50,13 +51,34 @@ VP9 = VideoFormat(
 H264 = VideoFormat("mp4", "libx264", "camera.mp4", {"preset": "ultrafast", "tune": "zerolatency"})
 
 
+class WrittenSession(TypedDict):
+    """One recording `write_session` wrote (an entry of the `synthesized` event)."""
+
+    sessionId: str
+    frames: int
+    commands: int
+    fps: int
+    world: NotRequired[str]
+    codec: NotRequired[str]
+
+
+class WrittenDataset(TypedDict):
+    """What `write_dataset` wrote: the `synthesized` event's fields."""
+
+    root: str
+    job: str
+    sessions: list[WrittenSession]
+    heldOut: list[str]
+    world: NotRequired[str]
+
+
 def simulate_session(
     scenario: Scenario,
     seconds: float,
     offset_ms: float,
     fps: int,
     on_frame: Callable[[np.ndarray], None],
-) -> list[dict[str, Any]]:
+) -> list[CommandLine]:
     """The human driver drives `scenario` for `seconds`; `on_frame` gets every camera frame
     (one every 1000/fps ms from offset_ms); returns the command log."""
     frame_interval = 1000.0 / fps
@@ -72,7 +94,7 @@ def simulate_session(
     return [command.record() for command in trace.commands]
 
 
-def shuffle_times(commands: list[dict[str, Any]], rng: random.Random, end_ms: float) -> None:
+def shuffle_times(commands: list[CommandLine], rng: random.Random, end_ms: float) -> None:
     """Scramble commands over time: labels become unrelated to the image and to each other."""
     times = sorted(round(rng.uniform(0, end_ms), 1) for _ in commands)
     rng.shuffle(commands)
@@ -89,7 +111,7 @@ def write_session(
     minutes: float,
     shuffle: bool,
     world: str = DEFAULT_WORLD,
-) -> dict[str, Any]:
+) -> WrittenSession:
     import av
 
     rng = random.Random(f"{seed}:{session_id}")
@@ -146,14 +168,15 @@ def write_session(
         "commandRoles": dict(scenario.kind.roles),
     }
     (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
-    result: dict[str, Any] = {
+    result: WrittenSession = {
         "sessionId": session_id,
         "frames": frame_index,
         "commands": len(commands),
         "fps": fps,
     }
     if world != DEFAULT_WORLD:
-        result.update(world=world, codec=video.codec)
+        result["world"] = world
+        result["codec"] = video.codec
     return result
 
 
@@ -181,7 +204,7 @@ def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
     return chosen
 
 
-def _write_one(args: tuple[str, str, int, int, float, bool, str]) -> dict[str, Any]:
+def _write_one(args: tuple[str, str, int, int, float, bool, str]) -> WrittenSession:
     root, session_id, index, seed, minutes, shuffle, world = args
     return write_session(Path(root), session_id, index, seed, minutes, shuffle, world)
 
@@ -195,7 +218,7 @@ def write_dataset(
     shuffle_commands: bool = False,
     workers: int = 2,
     world: str = DEFAULT_WORLD,
-) -> dict[str, Any]:
+) -> WrittenDataset:
     import multiprocessing
 
     root = Path(out).resolve()
@@ -214,7 +237,7 @@ def write_dataset(
     job = default_job(root, ids, seed)
     job_path = root / "job.json"
     job_path.write_text(json.dumps(job, indent=2) + "\n")
-    result = {
+    result: WrittenDataset = {
         "root": str(root),
         "job": str(job_path),
         "sessions": written,
@@ -225,10 +248,11 @@ def write_dataset(
     return result
 
 
-def default_job(root: Path, sessions: list[str], seed: int) -> dict[str, Any]:
+def default_job(root: Path, sessions: list[str], seed: int) -> JsonObject:
+    """The demo data set's job.json."""
     return {
         "root": str(root),
-        "sessions": sessions,
+        "sessions": list(sessions),
         "actionThreshold": 0.5,
         "seed": seed,
         # The product's defaults (the learning claims are made for them), plus a held-out

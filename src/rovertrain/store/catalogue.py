@@ -6,16 +6,18 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.store.layout import METADATA_FILE, Layout
 
 
-def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
+def verify_checkpoint(directory: Path) -> tuple[JsonObject, list[str]]:
     """(model.json content, problems); no problems means every file matches its record."""
     problems: list[str] = []
     try:
-        meta = json.loads((directory / METADATA_FILE).read_text())
+        meta: JsonValue = json.loads((directory / METADATA_FILE).read_text())
+        if not isinstance(meta, dict):
+            raise TypeError("model.json is not an object")
         files = meta["files"]
         if not isinstance(files, dict):
             raise ValueError("files is not an object")
@@ -28,6 +30,9 @@ def verify_checkpoint(directory: Path) -> tuple[dict[str, Any], list[str]]:
         path = directory / name
         if "/" in name or not path.is_file() or path.is_symlink():
             problems.append(f"{name} missing")
+            continue
+        if not isinstance(record, dict):
+            problems.append(f"{name} has no size and sha256 record")
             continue
         data = path.read_bytes()
         if len(data) != record.get("bytes"):
@@ -54,7 +59,7 @@ class ModelRecord:
     problems: tuple[str, ...]
     files: tuple[str, ...]
 
-    def event_fields(self) -> dict[str, Any]:
+    def event_fields(self) -> JsonObject:
         """The fields of its `model` event."""
         return {
             "id": self.id,
@@ -79,20 +84,40 @@ def catalogue(root: Path) -> list[ModelRecord]:
         if path.name.startswith(".") or not path.is_dir() or path.is_symlink():
             continue
         meta, problems = verify_checkpoint(path)
-        validation = meta.get("validation") or {}
+        validation = meta.get("validation")
+        files = meta.get("files")
         records.append(
             ModelRecord(
                 id=path.name,
-                name=meta.get("name"),
-                created_at=meta.get("createdAt"),
-                steps=meta.get("trainingSteps"),
-                evaluation=meta.get("evaluation"),
-                f1=validation.get("f1"),
-                promote=meta.get("promote"),
+                name=_text(meta.get("name")),
+                created_at=_integer(meta.get("createdAt")),
+                steps=_integer(meta.get("trainingSteps")),
+                evaluation=_text(meta.get("evaluation")),
+                f1=_number(validation.get("f1")) if isinstance(validation, dict) else None,
+                promote=_flag(meta.get("promote")),
                 valid=not problems,
                 problems=tuple(problems),
-                files=tuple(meta.get("files", {})),
+                files=tuple(files) if isinstance(files, dict) else (),
             )
         )
     records.sort(key=lambda record: record.created_at or 0)
     return records
+
+
+# What the catalogue shows of a model.json value of the wrong type: nothing (None).
+
+
+def _text(value: JsonValue | None) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _integer(value: JsonValue | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: JsonValue | None) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _flag(value: JsonValue | None) -> bool | None:
+    return value if isinstance(value, bool) else None

@@ -13,9 +13,9 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from rovertrain.contracts.identifiers import valid_identifier
+from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.store.catalogue import verify_checkpoint
 from rovertrain.store.durable import atomic_replace
 from rovertrain.store.layout import METADATA_FILE, Layout
@@ -27,10 +27,10 @@ def current_path(root: Path) -> Path:
     return Layout(root).current
 
 
-def write_current(root: Path, model_id: str, name: str | None) -> dict[str, Any]:
+def write_current(root: Path, model_id: str, name: str | None) -> JsonObject:
     """Point current.json at a published checkpoint; returns the document written."""
     directory = Layout(root).checkpoint(model_id)
-    document = {
+    document: JsonObject = {
         "format": FORMAT,
         "id": model_id,
         "name": name,
@@ -43,11 +43,11 @@ def write_current(root: Path, model_id: str, name: str | None) -> dict[str, Any]
     return document
 
 
-def read_current(root: Path) -> tuple[dict[str, Any] | None, Path | None, list[str]]:
+def read_current(root: Path) -> tuple[JsonObject | None, Path | None, list[str]]:
     """(pointer, verified checkpoint folder, problems); the folder is None unless it verifies."""
     path = current_path(root)
     try:
-        document = json.loads(path.read_bytes())
+        document: JsonValue = json.loads(path.read_bytes())
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document")
     except FileNotFoundError:

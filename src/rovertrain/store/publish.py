@@ -14,13 +14,14 @@ import json
 import random
 import shutil
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors.torch import save as safetensors_bytes
 
 from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.store.durable import disk_error, fsync_directory, rename_no_replace, write_durably
 from rovertrain.store.layout import METADATA_FILE, WEIGHTS_FILE, Layout, is_staging
 
@@ -54,8 +55,8 @@ def new_identity() -> tuple[str, str]:
 
 
 def publish_checkpoint(
-    root: Path, model_id: str, state: dict[str, torch.Tensor], metadata: dict[str, Any]
-) -> dict[str, Any]:
+    root: Path, model_id: str, state: dict[str, torch.Tensor], metadata: Mapping[str, JsonValue]
+) -> JsonObject:
     """Write and publish a checkpoint; return its model.json content."""
     bad = non_finite_tensors(state)
     if bad:
@@ -74,10 +75,10 @@ def publish_checkpoint(
     try:
         staging.mkdir()
         write_durably(staging / WEIGHTS_FILE, weights)
-        files = {
+        files: JsonObject = {
             WEIGHTS_FILE: {"bytes": len(weights), "sha256": hashlib.sha256(weights).hexdigest()}
         }
-        document = {**metadata, "id": model_id, "files": files}
+        document: JsonObject = {**metadata, "id": model_id, "files": files}
         text = json.dumps(document, indent=2, allow_nan=False).encode() + b"\n"
         write_durably(staging / METADATA_FILE, text)
         fsync_directory(staging)
