@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -32,7 +31,16 @@ from rovertrain.protocol.events import EventStream
 
 def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
     job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
-    request = DatasetRequest(root, sessions, initial_schema(), replace(job.config), 0, False)
+    request = DatasetRequest(
+        root=root,
+        sessions=sessions,
+        schema=initial_schema(),
+        seed=0,
+        threads=job.config.execution.threads,
+        decoding=job.config.decoding,
+        sampling=job.config.sampling,
+        keep_windows=False,
+    )
     started = time.perf_counter()
     build_dataset(request, EventStream(None), Unwatched())
     return time.perf_counter() - started

@@ -150,3 +150,15 @@ def test_example_jobs_are_valid() -> None:
     assert paths
     for path in paths:
         load_job_text(path.read_text())
+
+
+def test_a_job_that_is_not_json_says_so_once() -> None:
+    with pytest.raises(InvalidJob) as caught:
+        load_job_text('{"root": "/data",\n}')
+    assert caught.value.pointer == ""
+    assert str(caught.value) == (
+        "/: not valid job JSON (Expecting property name enclosed in double quotes: "
+        "line 2 column 1 (char 18))"
+    )
+    with pytest.raises(InvalidJob, match=r"^/: not valid job JSON \(duplicate key 'root'\)$"):
+        load_job_text('{"root": "/a", "root": "/b"}')

@@ -163,6 +163,7 @@ def test_a_runtime_specification_round_trips_and_refuses_what_it_cannot_run() ->
     assert written["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     old = {key: value for key, value in document.items() if key != "steeringDeadband"}
     assert RuntimeSpec.from_json(old).steering_deadband == 0.0  # exports before steering
+    assert RuntimeSpec.from_json({**document, "threshold": 0}).threshold == 0  # export allows 0
     for broken, message in (
         ({**document, "threshold": 1.5}, "threshold"),
         ({**document, "threshold": "0.5"}, "threshold"),

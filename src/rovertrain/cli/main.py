@@ -11,8 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from rovertrain import __version__
+from rovertrain.contracts.decision import Decision
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
+from rovertrain.contracts.settings import knobs
+
+DEADBAND = {field.name: field.spec for field in knobs(Decision)}["steeringDeadband"]
+"""`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
 
 WORLD_NAMES = ("road", "warehouse")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
@@ -351,9 +356,10 @@ def models(root: str, current: bool) -> None:
 )
 @click.option(
     "--steering-deadband",
-    type=click.FloatRange(0.0, 2.0),
+    type=click.FloatRange(0.0, DEADBAND.maximum),
     help="Re-send the movement command when a predicted value moves more than this from the "
-    "executed one (0: off; default: the job's steeringDeadband from model.json, else 0.1).",
+    "executed one (0: off; default: the job's steeringDeadband from model.json, else "
+    f"{DEADBAND.default}).",
 )
 def export(
     checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None

@@ -127,7 +127,9 @@ class RuntimeSpec:
         except ValueError as error:
             raise RuntimeSpecError(f"schema: {error}") from None
         threshold = _number(document.get("threshold"), "threshold")
-        if not 0 < threshold < 1:
+        # [0, 1]: `export --threshold` has always allowed 0 (fire every tick); a job's
+        # actionThreshold is narrower, (0, 1).
+        if not 0 <= threshold <= 1:
             raise RuntimeSpecError(f"threshold {threshold} is not between 0 and 1")
         deadband = _number(document.get("steeringDeadband", NO_STEERING), "steeringDeadband")
         if deadband < 0:

@@ -21,11 +21,15 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class BadJson(Exception):
-    """A JSON text that breaks a rule of the format; `reason` is one of DROP_REASONS."""
+    """A JSON text that breaks a rule of the format; `reason` is one of DROP_REASONS.
 
-    def __init__(self, reason: str, message: str):
+    `detail`: what was wrong without the "not valid JSON" frame (a caller that frames it
+    itself, as the job file's error does, says it once)."""
+
+    def __init__(self, reason: str, message: str, detail: str | None = None):
         super().__init__(message)
         self.reason = reason
+        self.detail = message if detail is None else detail
 
 
 def _reject_constant(name: str) -> Any:
@@ -95,7 +99,8 @@ def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     except RecursionError:
         raise BadJson("too_deep", f"nested deeper than {max_depth} levels") from None
     except ValueError as error:
-        raise BadJson("invalid_json", f"not valid JSON ({str(error)[:120]})") from None
+        detail = str(error)[:120]
+        raise BadJson("invalid_json", f"not valid JSON ({detail})", detail) from None
     deep = text.count("[") + text.count("{") > max_depth
     strings = "\\u" in text and bool(_SURROGATE_ESCAPE.search(text))
     if deep or strings:

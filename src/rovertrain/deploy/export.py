@@ -26,7 +26,7 @@ import numpy as np
 
 from rovertrain import __version__
 from rovertrain.contracts.command_schema import Schema
-from rovertrain.contracts.decision import DEFAULT_STEERING_DEADBAND
+from rovertrain.contracts.decision import DEFAULT_ACTION_THRESHOLD, DEFAULT_STEERING_DEADBAND
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.contracts.runtime_spec import (
@@ -51,7 +51,6 @@ PARITY_WINDOWS = 320
 PARITY_TOLERANCE = 1e-4
 PARITY_BATCH = 64
 HELD_OUT_WINDOWS = 1024
-DEFAULT_THRESHOLD = 0.5
 
 ModelJson = Mapping[str, JsonValue]
 """A checkpoint's model.json, verified (store.catalogue)."""
@@ -85,7 +84,7 @@ def decision_rules(
     """(threshold, steering deadband): the given ones, else the job's from model.json, else
     the defaults (checkpoints written before `steeringDeadband` existed get today's)."""
     if threshold is None:
-        threshold = _float(meta.get("actionThreshold", DEFAULT_THRESHOLD))
+        threshold = _float(meta.get("actionThreshold", DEFAULT_ACTION_THRESHOLD))
     if steering_deadband is None:
         steering_deadband = _float(meta.get("steeringDeadband", DEFAULT_STEERING_DEADBAND))
     return threshold, steering_deadband

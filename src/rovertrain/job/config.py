@@ -130,7 +130,7 @@ def load_job_text(text: str) -> Job:
     try:
         document = parse_json(text)
     except BadJson as error:
-        raise InvalidJob("", f"not valid job JSON ({error})") from None
+        raise InvalidJob("", f"not valid job JSON ({error.detail})") from None
     return parse_job(document)
 
 

@@ -144,7 +144,12 @@ def read_verified(directory: Path) -> dict[str, bytes]:
 class RoverPolicy:
     """Feed `observe_command` every command sent; call `tick` once per 100 ms."""
 
-    def __init__(self, session: InferenceSession, spec: RuntimeSpec):
+    def __init__(self, session: InferenceSession, spec: RuntimeSpec | Mapping[str, object]):
+        if not isinstance(spec, RuntimeSpec):  # a decoded runtime.json
+            try:
+                spec = RuntimeSpec.from_json(dict(spec))
+            except RuntimeSpecError as error:
+                raise PolicyFileError(f"{RUNTIME_FILE}: {error}") from None
         self.session = session
         self.spec = spec
         self.schema = spec.schema
