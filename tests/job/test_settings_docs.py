@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rovertrain.contracts.decision import Decision
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.settings import knobs, names
 from rovertrain.gate_settings import Gate
 from rovertrain.job.config import Config
@@ -33,7 +33,7 @@ def test_the_readme_tables_are_the_generated_ones() -> None:
 
 def test_every_knob_has_one_row() -> None:
     block = readme_block()
-    for cls in (Decision, Seeding, Config, Gate):
+    for cls in (DecisionRules, Seeding, Config, Gate):
         for name in names(cls):
             assert block.count(f"| `{name}` |") == 1, name
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import click
 
 from rovertrain import __version__
-from rovertrain.contracts.decision import Decision
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 
-DEADBAND = {field.name: field.spec for field in knobs(Decision)}["steeringDeadband"]
+DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
 """`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
 
 WORLD_NAMES = ("road", "warehouse")

@@ -17,7 +17,7 @@ DEFAULT_STEERING_DEADBAND = 0.1
 
 
 @dataclass(frozen=True)
-class Decision:
+class DecisionRules:
     """Firing and steering: when the policy sends a command."""
 
     actionThreshold: float = knob(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rovertrain.contracts.decision import Decision
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import InvalidJob
 from rovertrain.contracts.identifiers import IDENTIFIER, valid_identifier
 from rovertrain.contracts.settings import (
@@ -99,7 +99,7 @@ class Config:
 
 
 TOP_LEVEL = frozenset(
-    {"root", "sessions", "config", "jobId", "gate", *names(Decision), *names(Seeding)}
+    {"root", "sessions", "config", "jobId", "gate", *names(DecisionRules), *names(Seeding)}
 )
 
 
@@ -107,7 +107,7 @@ TOP_LEVEL = frozenset(
 class Job:
     root: Path
     sessions: tuple[str, ...] | None  # None: every session under root/recordings
-    decision: Decision
+    decision: DecisionRules
     config: Config
     gate: Gate
     jobId: str | None = None
@@ -176,7 +176,7 @@ def parse_job(document: Any) -> Job:
         if session_id in seen:
             raise InvalidJob(f"/sessions/{index}", f"session {session_id} is listed twice")
         seen.add(session_id)
-    decision = parse_settings(Decision, _present(document, Decision), "")
+    decision = parse_settings(DecisionRules, _present(document, DecisionRules), "")
     job_id = document.get("jobId")
     if job_id is not None and not valid_identifier(job_id):
         raise InvalidJob("/jobId", f"must match {IDENTIFIER.pattern}")

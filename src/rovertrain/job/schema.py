@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rovertrain.contracts.decision import Decision
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.identifiers import IDENTIFIER
 from rovertrain.contracts.settings import groups, settings_json_schema, settings_table
 from rovertrain.gate_settings import Gate
@@ -46,7 +46,7 @@ def job_schema() -> dict[str, Any]:
                 "description": "sessions to use, in any order; absent: every session folder "
                 "under root/recordings, in sorted order",
             },
-            **settings_json_schema(Decision),
+            **settings_json_schema(DecisionRules),
             "jobId": identifier,
             **settings_json_schema(Seeding),
             "config": {
@@ -74,7 +74,7 @@ def _section(cls: type, where: str) -> str:
 def settings_markdown() -> str:
     """The README's settings tables: the top-level knobs, `config` by concern, then `gate`."""
     sections = [
-        _section(Decision, "top level"),
+        _section(DecisionRules, "top level"),
         _section(Seeding, "top level"),
         *(_section(part.cls, "`config`") for part in groups(Config)),
         _section(Gate, "`gate`"),
