@@ -22,6 +22,10 @@ DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringD
 WORLD_NAMES = ("road", "warehouse")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
 
+SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
+"""What `synth` records: the simulator's worlds and Gymnasium's CarRacing-v3
+(rovertrain.sim.carracing, needs `rovertrain[sim]`; `drive` cannot drive it yet)."""
+
 if TYPE_CHECKING:
     from rovertrain.protocol.events import EventStream
 
@@ -185,8 +189,9 @@ def validate_job(job_path: str, offline: bool) -> None:
     "--world",
     default="road",
     show_default=True,
-    type=click.Choice(WORLD_NAMES),
-    help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos.",
+    type=click.Choice(SYNTH_WORLDS),
+    help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos; "
+    "carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
 )
 def synth(
     out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool, world: str
@@ -194,6 +199,15 @@ def synth(
     """Write synthetic driving recordings and a ready job file."""
 
     def body(stream: EventStream) -> int:
+        if world == "carracing":
+            from rovertrain.sim import carracing
+
+            if shuffle_commands:
+                raise RovertrainError(
+                    "usage", "--shuffle-commands is not offered for --world carracing."
+                )
+            stream.emit("synthesized", **carracing.write_dataset(out, sessions, minutes, seed))
+            return ExitCode.COMPLETED
         from rovertrain.sim.synth import write_dataset
 
         stream.emit(

@@ -181,7 +181,12 @@ def write_session(
 
 
 def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
-    """Deterministic ids with max(2, count // 5) held out when count allows it.
+    """Deterministic ids with max(2, count // 5) held out when count allows it."""
+    return prefixed_session_ids(count, seed, WORLDS[world].session_prefix)
+
+
+def prefixed_session_ids(count: int, seed: int, prefix: str) -> list[str]:
+    """`PREFIX-SEED-NNNN` ids with max(2, count // 5) held out when count allows it.
 
     A demo data set must exercise the held-out evaluation; the partition itself is the
     product's hash rule, the generator only picks names.
@@ -192,7 +197,7 @@ def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
     held = train = 0
     candidate = 0
     while len(chosen) < count:
-        name = f"{WORLDS[world].session_prefix}-{seed}-{candidate:04d}"
+        name = f"{prefix}-{seed}-{candidate:04d}"
         candidate += 1
         if is_held_out(name):
             if held < held_target or train >= train_target:

@@ -1,0 +1,286 @@
+"""`rovertrain synth --world carracing`: Gymnasium's CarRacing-v3 driven by a scripted teleop
+driver of our own, recorded as format-v1 sessions (needs `rovertrain[sim]`).
+
+Each session is one track (`env.reset(seed=...)`, the seed derived from `--seed` and the
+session index). The driver (`teleop.TrackFollower`) reads the track's centre line and the
+car's pose and speed from the environment (privileged); what it wishes goes through a teleop
+page (`teleop.TeleopLink`: `drive {"turn", "throttle"}` past a deadband or as a 400 ms
+keepalive) and the car executes the last command sent. The environment steps at 50 fps; every
+96x96 RGB observation is a frame of an H.264 video (frame k at k x 20 ms, offsetMs 0) and the
+commands are logged on the same clock. A session ends after `--minutes` or when the episode
+ends (a lap completed, or the car left the playfield).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
+
+import numpy as np
+
+from rovertrain.contracts.errors import RovertrainError
+from rovertrain.data.partition import is_held_out
+from rovertrain.data.recording import FORMAT, CommandLine
+from rovertrain.sim.synth import H264, default_job, prefixed_session_ids
+from rovertrain.sim.teleop import CarPose, TeleopLink, TrackFollower, car_action
+from rovertrain.store.layout import Layout
+
+if TYPE_CHECKING:
+    import gymnasium
+
+WORLD = "carracing"
+ENV_ID = "CarRacing-v3"
+FPS = 50
+SIZE = 96  # CarRacing's observation: 96x96 RGB
+ROVER_ID = "carracing"
+PROFILE = "scripted-teleop"
+ROLES = {"drive": "movement"}
+
+
+class _Vector(Protocol):
+    def __getitem__(self, index: int) -> float: ...
+
+
+class _Hull(Protocol):
+    position: _Vector
+    angle: float
+    linearVelocity: _Vector
+
+
+class _Car(Protocol):
+    hull: _Hull
+
+
+class CarRacingState(Protocol):
+    """What the scripted driver and the checks read of `env.unwrapped` (privileged)."""
+
+    track: Sequence[tuple[float, float, float, float]]  # (alpha, beta, x, y) per waypoint
+    car: _Car
+    tile_visited_count: int
+
+
+class DrivenSession(TypedDict):
+    """One CarRacing recording (an entry of the `synthesized` event)."""
+
+    sessionId: str
+    frames: int
+    commands: int
+    fps: int
+    world: str
+    codec: str
+    trackSeed: int
+    trackTiles: int
+    tilesVisited: int
+    reward: float
+    ended: str  # "time", "lap" or "off_playfield"
+
+
+class DrivenDataset(TypedDict):
+    root: str
+    job: str
+    sessions: list[DrivenSession]
+    heldOut: list[str]
+    world: str
+
+
+class EpisodeResult(TypedDict):
+    commands: list[CommandLine]
+    frames: int
+    trackTiles: int
+    tilesVisited: int
+    reward: float
+    ended: str
+
+
+def require_sim_packages() -> None:
+    """Gymnasium with Box2D (`rovertrain[sim]`), or a `missing_dependency` error that says so."""
+    missing = []
+    for name in ("gymnasium", "Box2D", "pygame"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise RovertrainError(
+            "missing_dependency",
+            f"synth --world {WORLD} needs {', '.join(missing)}: pip install 'rovertrain[sim]'.",
+        )
+
+
+def make_env(max_steps: int) -> gymnasium.Env[np.ndarray, np.ndarray]:
+    """CarRacing-v3 with continuous actions, its time limit set to `max_steps`."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    require_sim_packages()
+    import gymnasium
+
+    return gymnasium.make(ENV_ID, continuous=True, max_episode_steps=max_steps)
+
+
+def state_of(env: gymnasium.Env[np.ndarray, np.ndarray]) -> CarRacingState:
+    return cast(CarRacingState, env.unwrapped)
+
+
+def car_pose(state: CarRacingState) -> CarPose:
+    hull = state.car.hull
+    velocity = hull.linearVelocity
+    return CarPose(
+        float(hull.position[0]),
+        float(hull.position[1]),
+        float(hull.angle),
+        math.hypot(float(velocity[0]), float(velocity[1])),
+    )
+
+
+def follower_for(state: CarRacingState) -> TrackFollower:
+    return TrackFollower([(float(point[2]), float(point[3])) for point in state.track])
+
+
+def track_seed(seed: int, index: int) -> int:
+    """The track of session `index` of a data set made with `seed`."""
+    digest = hashlib.sha256(f"{WORLD}:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def drive_episode(
+    env: gymnasium.Env[np.ndarray, np.ndarray],
+    seed: int,
+    steps: int,
+    on_frame: Callable[[np.ndarray], None],
+) -> EpisodeResult:
+    """The scripted teleop driver drives track `seed` for at most `steps` steps; `on_frame`
+    gets every observation (the reset one first); returns the command log and the outcome."""
+    observation, _ = env.reset(seed=seed)
+    state = state_of(env)
+    follower, link = follower_for(state), TeleopLink()
+    on_frame(observation)
+    commands: list[CommandLine] = []
+    frames, reward, ended = 1, 0.0, "time"
+    for step in range(steps):
+        sent = link.offer(step * 1000.0 / FPS, follower.wish(car_pose(state)))
+        if sent is not None:
+            commands.append(sent.record())
+        action = np.asarray(car_action(link.executed), dtype=np.float32)
+        observation, step_reward, terminated, truncated, info = env.step(action)
+        on_frame(observation)
+        frames += 1
+        reward += float(step_reward)
+        if terminated:
+            ended = "lap" if info.get("lap_finished") else "off_playfield"
+        if terminated or truncated:
+            break
+    return {
+        "commands": commands,
+        "frames": frames,
+        "trackTiles": len(state.track),
+        "tilesVisited": int(state.tile_visited_count),
+        "reward": round(reward, 2),
+        "ended": ended,
+    }
+
+
+def record_episode(video_path: Path, seed: int, steps: int) -> EpisodeResult:
+    """Drive track `seed` and write its observations as an H.264 MP4 at 50 fps."""
+    import av
+
+    env = make_env(steps)
+    temporary = video_path.with_name(f".{video_path.name}.tmp")
+    try:
+        with av.open(str(temporary), mode="w", format=H264.container) as container:
+            stream = container.add_stream(H264.codec, rate=FPS)
+            assert isinstance(stream, av.VideoStream)
+            stream.width, stream.height, stream.pix_fmt = SIZE, SIZE, "yuv420p"
+            stream.bit_rate = 600_000
+            stream.codec_context.options = dict(H264.options)
+            stream.codec_context.thread_count = 1
+            index = 0
+
+            def on_frame(image: np.ndarray) -> None:
+                nonlocal index
+                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
+                frame.pts, frame.time_base = index, Fraction(1, FPS)
+                index += 1
+                for packet in stream.encode(frame):
+                    container.mux(packet)
+
+            result = drive_episode(env, seed, steps, on_frame)
+            for packet in stream.encode():
+                container.mux(packet)
+    finally:
+        env.close()
+    os.replace(temporary, video_path)
+    return result
+
+
+def write_session(
+    root: Path, session_id: str, index: int, seed: int, minutes: float
+) -> DrivenSession:
+    directory = Layout(root).recording_dir(session_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    track = track_seed(seed, index)
+    steps = max(1, round(minutes * 60 * FPS))
+    result = record_episode(directory / H264.file, track, steps)
+    with open(directory / "commands.ndjson", "w") as stream_out:
+        for item in result["commands"]:
+            stream_out.write(json.dumps(item) + "\n")
+    meta = {
+        "format": FORMAT,
+        "sessionId": session_id,
+        "roverId": ROVER_ID,
+        "controlProfile": PROFILE,
+        "startedAt": "2026-11-01T12:00:00Z",
+        "video": {"file": H264.file, "offsetMs": 0},
+        "commands": {"file": "commands.ndjson"},
+        "commandRoles": dict(ROLES),
+    }
+    (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return {
+        "sessionId": session_id,
+        "frames": result["frames"],
+        "commands": len(result["commands"]),
+        "fps": FPS,
+        "world": WORLD,
+        "codec": H264.codec,
+        "trackSeed": track,
+        "trackTiles": result["trackTiles"],
+        "tilesVisited": result["tilesVisited"],
+        "reward": result["reward"],
+        "ended": result["ended"],
+    }
+
+
+def _write_one(args: tuple[str, str, int, int, float]) -> DrivenSession:
+    root, session_id, index, seed, minutes = args
+    return write_session(Path(root), session_id, index, seed, minutes)
+
+
+def write_dataset(
+    out: str, sessions: int, minutes: float, seed: int, *, workers: int = 2
+) -> DrivenDataset:
+    """`sessions` CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
+    import multiprocessing
+
+    require_sim_packages()
+    root = Path(out).resolve()
+    Layout(root).recordings.mkdir(parents=True, exist_ok=True)
+    ids = prefixed_session_ids(sessions, seed, WORLD)
+    tasks = [(str(root), sid, i, seed, minutes) for i, sid in enumerate(ids)]
+    if workers > 1 and len(tasks) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+            written = pool.map(_write_one, tasks)
+    else:
+        written = [_write_one(task) for task in tasks]
+    job_path = root / "job.json"
+    job_path.write_text(json.dumps(default_job(root, ids, seed), indent=2) + "\n")
+    return {
+        "root": str(root),
+        "job": str(job_path),
+        "sessions": written,
+        "heldOut": [sid for sid in ids if is_held_out(sid)],
+        "world": WORLD,
+    }

@@ -1,0 +1,173 @@
+"""A scripted teleop driver for a car on a track of waypoints, and the teleop page it drives
+through (pure: no simulator, no numpy).
+
+- `TrackFollower`: privileged, it knows the track's centre line and the car's pose and speed;
+  it wishes to steer towards a look-ahead point on the centre line and to go at a target speed
+  that drops in curves (`Wish`: turn and throttle in [-1, 1]).
+- `TeleopLink`: what a person's teleop page does with a wish: it sends a `drive` command when
+  the wish moved more than the deadband from the last command sent, otherwise re-sends the
+  last command as a keepalive every 400 ms. The car executes the last command sent, never the
+  wish (`TeleopLink.executed`, `car_action`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rovertrain.sim.drivers import SentCommand
+
+DEADBAND = 0.1
+KEEPALIVE_MS = 400.0
+DRIVE = "drive"
+
+
+@dataclass(frozen=True)
+class Wish:
+    """The controls a driver wants (and a `drive` command's values): turn > 0 steers right,
+    throttle > 0 is gas, < 0 brake; both in [-1, 1]."""
+
+    turn: float
+    throttle: float
+
+    def values(self) -> dict[str, float]:
+        return {"turn": self.turn, "throttle": self.throttle}
+
+
+STANDSTILL = Wish(0.0, 0.0)
+
+
+def clamp(value: float, low: float = -1.0, high: float = 1.0) -> float:
+    return max(low, min(high, value))
+
+
+def car_action(command: Wish) -> tuple[float, float, float]:
+    """A `drive` command as a car's (steer, gas, brake)."""
+    throttle = clamp(command.throttle)
+    return clamp(command.turn), max(throttle, 0.0), max(-throttle, 0.0)
+
+
+class TeleopLink:
+    """The teleop page between a driver and the car (see the module docstring)."""
+
+    def __init__(self, deadband: float = DEADBAND, keepalive_ms: float = KEEPALIVE_MS):
+        self.deadband, self.keepalive_ms = deadband, keepalive_ms
+        self.last: Wish | None = None
+        self.last_t = -math.inf
+
+    @property
+    def executed(self) -> Wish:
+        """What the car does now: the last command sent (standing still before the first)."""
+        return STANDSTILL if self.last is None else self.last
+
+    def offer(self, t_ms: float, wish: Wish) -> SentCommand | None:
+        """The driver's wish at `t_ms`; returns the command the page sends now, if any."""
+        wish = Wish(round(clamp(wish.turn), 2), round(clamp(wish.throttle), 2))
+        last = self.last
+        if last is None or self._moved(last, wish):
+            send = wish
+        elif t_ms - self.last_t >= self.keepalive_ms:
+            send = last
+        else:
+            return None
+        self.last, self.last_t = send, t_ms
+        return SentCommand(round(t_ms, 1), DRIVE, send.values())
+
+    def _moved(self, last: Wish, wish: Wish) -> bool:
+        return (
+            abs(wish.turn - last.turn) > self.deadband
+            or abs(wish.throttle - last.throttle) > self.deadband
+        )
+
+
+@dataclass(frozen=True)
+class CarPose:
+    """Where the car is: position, heading (radians; forward is (-sin, cos), as Box2D's
+    CarRacing car) and speed (world units per second)."""
+
+    x: float
+    y: float
+    angle: float
+    speed: float
+
+
+@dataclass(frozen=True)
+class FollowerStyle:
+    """The scripted driver's numbers (world units, seconds)."""
+
+    lookahead: float = 12.0  # metres ahead at standstill
+    lookahead_per_speed: float = 0.25  # plus this many seconds of travel
+    steer_gain: float = 1.5  # turn per radian of bearing to the look-ahead point
+    top_speed: float = 55.0
+    curve_speed: float = 30.0  # at a bend of `sharp_bend` radians over the horizon
+    sharp_bend: float = 1.2
+    horizon: float = 40.0  # how far ahead bends slow it down
+    throttle_gain: float = 0.04  # throttle per unit of speed error
+    brake_limit: float = 0.6  # never brakes harder (a full brake locks the wheels)
+    lift_in_turns: float = 0.7  # gas at most 1 - this x |turn| (full gas in a turn spins it)
+
+
+def wrap(angle: float) -> float:
+    """An angle in (-pi, pi]."""
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+class TrackFollower:
+    """Steers to a look-ahead point on a closed centre line (see the module docstring)."""
+
+    def __init__(
+        self, waypoints: Sequence[tuple[float, float]], style: FollowerStyle | None = None
+    ):
+        if len(waypoints) < 3:
+            raise ValueError("a track needs at least 3 waypoints")
+        self.points = list(waypoints)
+        self.style = style or FollowerStyle()
+        self.index = 0  # the waypoint the car is nearest, found near the previous one
+        count = len(self.points)
+        self.step_lengths = [
+            math.dist(self.points[i], self.points[(i + 1) % count]) for i in range(count)
+        ]
+
+    def wish(self, car: CarPose) -> Wish:
+        style = self.style
+        self.index = self._nearest(car)
+        lookahead = style.lookahead + style.lookahead_per_speed * car.speed
+        target = self.points[self._ahead(self.index, lookahead)]
+        forward = (-math.sin(car.angle), math.cos(car.angle))
+        right = (math.cos(car.angle), math.sin(car.angle))
+        dx, dy = target[0] - car.x, target[1] - car.y
+        bearing = math.atan2(dx * right[0] + dy * right[1], dx * forward[0] + dy * forward[1])
+        turn = clamp(style.steer_gain * bearing)
+        bend = min(1.0, self.bend_ahead(self.index, style.horizon) / style.sharp_bend)
+        target_speed = style.top_speed - (style.top_speed - style.curve_speed) * bend
+        throttle = clamp(style.throttle_gain * (target_speed - car.speed), -style.brake_limit)
+        throttle = min(throttle, 1.0 - style.lift_in_turns * abs(turn))
+        return Wish(turn, throttle)
+
+    def bend_ahead(self, index: int, distance: float) -> float:
+        """How much the centre line turns (radians, the largest heading change from here)
+        within `distance` ahead of waypoint `index`."""
+        start = self._heading(index)
+        largest, travelled, i = 0.0, 0.0, index
+        while travelled < distance:
+            travelled += self.step_lengths[i]
+            i = (i + 1) % len(self.points)
+            largest = max(largest, abs(wrap(self._heading(i) - start)))
+        return largest
+
+    def _heading(self, index: int) -> float:
+        here, there = self.points[index], self.points[(index + 1) % len(self.points)]
+        return math.atan2(there[1] - here[1], there[0] - here[0])
+
+    def _ahead(self, index: int, distance: float) -> int:
+        travelled, i = 0.0, index
+        while travelled < distance:
+            travelled += self.step_lengths[i]
+            i = (i + 1) % len(self.points)
+        return i
+
+    def _nearest(self, car: CarPose, window: int = 30) -> int:
+        count = len(self.points)
+        candidates = [(self.index + k) % count for k in range(-5, window)]
+        return min(candidates, key=lambda i: math.dist(self.points[i], (car.x, car.y)))
