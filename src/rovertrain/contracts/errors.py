@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -65,3 +66,19 @@ class SkipSession(Exception):
         self.code = code
         self.reason = reason
         self.detail = detail
+
+
+def require_packages(modules: Sequence[str], needed_by: str, extra: str) -> None:
+    """Every module importable, or one `missing_dependency` error naming the missing ones and
+    the extra that installs them (`pip install 'rovertrain[EXTRA]'`)."""
+    missing = []
+    for name in modules:
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise RovertrainError(
+            "missing_dependency",
+            f"{needed_by} needs {', '.join(missing)}: pip install 'rovertrain[{extra}]'.",
+        )

@@ -27,7 +27,7 @@ import numpy as np
 from rovertrain import __version__
 from rovertrain.contracts.command_schema import Schema
 from rovertrain.contracts.decision import DEFAULT_ACTION_THRESHOLD, DEFAULT_STEERING_DEADBAND
-from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError, require_packages
 from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.contracts.runtime_spec import (
     FORMAT,
@@ -229,17 +229,7 @@ def check_parity(
 
 def require_deploy_packages() -> None:
     """The `rovertrain[deploy]` packages, or a `missing_dependency` error that says so."""
-    missing = []
-    for name in ("onnx", "onnxscript", "onnxruntime"):
-        try:
-            __import__(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise RovertrainError(
-            "missing_dependency",
-            f"export needs {', '.join(missing)}: pip install 'rovertrain[deploy]'.",
-        )
+    require_packages(("onnx", "onnxscript", "onnxruntime"), "export", "deploy")
 
 
 def export_checkpoint(

@@ -14,20 +14,25 @@ ends (a lap completed, or the car left the playfield).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 import numpy as np
 
-from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.errors import require_packages
 from rovertrain.data.partition import is_held_out
-from rovertrain.data.recording import FORMAT, CommandLine
-from rovertrain.sim.synth import H264, default_job, prefixed_session_ids
+from rovertrain.data.recording import CommandLine
+from rovertrain.sim.synth import (
+    H264,
+    SessionFiles,
+    VideoRecorder,
+    each_session,
+    prefixed_session_ids,
+    write_job,
+)
 from rovertrain.sim.teleop import CarPose, TeleopLink, TrackFollower, car_action
 from rovertrain.store.layout import Layout
 
@@ -100,17 +105,7 @@ class EpisodeResult(TypedDict):
 
 def require_sim_packages() -> None:
     """Gymnasium with Box2D (`rovertrain[sim]`), or a `missing_dependency` error that says so."""
-    missing = []
-    for name in ("gymnasium", "Box2D", "pygame"):
-        try:
-            __import__(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise RovertrainError(
-            "missing_dependency",
-            f"synth --world {WORLD} needs {', '.join(missing)}: pip install 'rovertrain[sim]'.",
-        )
+    require_packages(("gymnasium", "Box2D", "pygame"), f"synth --world {WORLD}", "sim")
 
 
 def make_env(max_steps: int) -> gymnasium.Env[np.ndarray, np.ndarray]:
@@ -186,35 +181,12 @@ def drive_episode(
 
 def record_episode(video_path: Path, seed: int, steps: int) -> EpisodeResult:
     """Drive track `seed` and write its observations as an H.264 MP4 at 50 fps."""
-    import av
-
     env = make_env(steps)
-    temporary = video_path.with_name(f".{video_path.name}.tmp")
     try:
-        with av.open(str(temporary), mode="w", format=H264.container) as container:
-            stream = container.add_stream(H264.codec, rate=FPS)
-            assert isinstance(stream, av.VideoStream)
-            stream.width, stream.height, stream.pix_fmt = SIZE, SIZE, "yuv420p"
-            stream.bit_rate = 600_000
-            stream.codec_context.options = dict(H264.options)
-            stream.codec_context.thread_count = 1
-            index = 0
-
-            def on_frame(image: np.ndarray) -> None:
-                nonlocal index
-                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
-                frame.pts, frame.time_base = index, Fraction(1, FPS)
-                index += 1
-                for packet in stream.encode(frame):
-                    container.mux(packet)
-
-            result = drive_episode(env, seed, steps, on_frame)
-            for packet in stream.encode():
-                container.mux(packet)
+        with VideoRecorder(video_path, H264, SIZE, SIZE, FPS) as recorder:
+            return drive_episode(env, seed, steps, recorder.add)
     finally:
         env.close()
-    os.replace(temporary, video_path)
-    return result
 
 
 def write_session(
@@ -225,20 +197,9 @@ def write_session(
     track = track_seed(seed, index)
     steps = max(1, round(minutes * 60 * FPS))
     result = record_episode(directory / H264.file, track, steps)
-    with open(directory / "commands.ndjson", "w") as stream_out:
-        for item in result["commands"]:
-            stream_out.write(json.dumps(item) + "\n")
-    meta = {
-        "format": FORMAT,
-        "sessionId": session_id,
-        "roverId": ROVER_ID,
-        "controlProfile": PROFILE,
-        "startedAt": "2026-11-01T12:00:00Z",
-        "video": {"file": H264.file, "offsetMs": 0},
-        "commands": {"file": "commands.ndjson"},
-        "commandRoles": dict(ROLES),
-    }
-    (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
+    SessionFiles(session_id, ROVER_ID, PROFILE, H264.file, 0, ROLES).write(
+        directory, result["commands"]
+    )
     return {
         "sessionId": session_id,
         "frames": result["frames"],
@@ -263,20 +224,13 @@ def write_dataset(
     out: str, sessions: int, minutes: float, seed: int, *, workers: int = 2
 ) -> DrivenDataset:
     """`sessions` CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
-    import multiprocessing
-
     require_sim_packages()
     root = Path(out).resolve()
     Layout(root).recordings.mkdir(parents=True, exist_ok=True)
     ids = prefixed_session_ids(sessions, seed, WORLD)
     tasks = [(str(root), sid, i, seed, minutes) for i, sid in enumerate(ids)]
-    if workers > 1 and len(tasks) > 1:
-        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
-            written = pool.map(_write_one, tasks)
-    else:
-        written = [_write_one(task) for task in tasks]
-    job_path = root / "job.json"
-    job_path.write_text(json.dumps(default_job(root, ids, seed), indent=2) + "\n")
+    written = each_session(_write_one, tasks, workers)
+    job_path = write_job(root, ids, seed)
     return {
         "root": str(root),
         "job": str(job_path),

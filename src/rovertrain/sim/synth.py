@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, TypeVar
 
 import numpy as np
 
@@ -32,6 +32,8 @@ from rovertrain.store.layout import Layout
 ROVERS = ("rover-ash", "rover-birch", "rover-cedar")
 PROFILES = ("gamepad", "keyboard")
 DEFAULT_WORLD = "road"
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,95 @@ VP9 = VideoFormat(
     "webm", "libvpx-vp9", "camera.webm", {"deadline": "realtime", "cpu-used": "8", "row-mt": "0"}
 )
 H264 = VideoFormat("mp4", "libx264", "camera.mp4", {"preset": "ultrafast", "tune": "zerolatency"})
+
+
+class VideoRecorder:
+    """A video written one RGB picture at a time as a recorder would (`video`'s codec and
+    options, 600 kb/s, one encoder thread), under a temporary name, renamed into place only
+    when it is complete. `frames`: the pictures added."""
+
+    def __init__(self, path: Path, video: VideoFormat, width: int, height: int, fps: int):
+        self.path, self.video, self.size, self.fps = path, video, (width, height), fps
+        self.temporary = path.with_name(f".{path.name}.tmp")
+        self.frames = 0
+
+    def __enter__(self) -> VideoRecorder:
+        import av
+
+        self.container = av.open(str(self.temporary), mode="w", format=self.video.container)
+        stream = self.container.add_stream(self.video.codec, rate=self.fps)
+        assert isinstance(stream, av.VideoStream)
+        stream.width, stream.height = self.size
+        stream.pix_fmt = "yuv420p"
+        stream.bit_rate = 600_000
+        stream.codec_context.options = dict(self.video.options)
+        stream.codec_context.thread_count = 1
+        self.stream = stream
+        return self
+
+    def add(self, image: np.ndarray) -> None:
+        import av
+
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
+        frame.pts, frame.time_base = self.frames, Fraction(1, self.fps)
+        self.frames += 1
+        for packet in self.stream.encode(frame):
+            self.container.mux(packet)
+
+    def __exit__(self, error: type[BaseException] | None, *_: object) -> None:
+        try:
+            if error is None:
+                for packet in self.stream.encode():
+                    self.container.mux(packet)
+        finally:
+            self.container.close()
+        if error is None:
+            os.replace(self.temporary, self.path)
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """session.json and the command log of a simulated recording (format v1)."""
+
+    session_id: str
+    rover: str
+    profile: str
+    video_file: str
+    offset_ms: float
+    roles: Mapping[str, str]
+
+    def write(self, directory: Path, commands: Sequence[CommandLine]) -> None:
+        with open(directory / "commands.ndjson", "w") as log:
+            for item in commands:
+                log.write(json.dumps(item) + "\n")
+        meta = {
+            "format": FORMAT,
+            "sessionId": self.session_id,
+            "roverId": self.rover,
+            "controlProfile": self.profile,
+            "startedAt": "2026-11-01T12:00:00Z",
+            "video": {"file": self.video_file, "offsetMs": self.offset_ms},
+            "commands": {"file": "commands.ndjson"},
+            "commandRoles": dict(self.roles),
+        }
+        (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def each_session(write: Callable[[T], R], tasks: list[T], workers: int) -> list[R]:
+    """`write` over the sessions' tasks, on `workers` processes when there is more than one."""
+    import multiprocessing
+
+    if workers > 1 and len(tasks) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+            return pool.map(write, tasks)
+    return [write(task) for task in tasks]
+
+
+def write_job(root: Path, sessions: list[str], seed: int) -> Path:
+    """ROOT/job.json, the data set's ready job (`default_job`)."""
+    job_path = root / "job.json"
+    job_path.write_text(json.dumps(default_job(root, sessions, seed), indent=2) + "\n")
+    return job_path
 
 
 class WrittenSession(TypedDict):
@@ -112,8 +203,6 @@ def write_session(
     shuffle: bool,
     world: str = DEFAULT_WORLD,
 ) -> WrittenSession:
-    import av
-
     rng = random.Random(f"{seed}:{session_id}")
     if world == DEFAULT_WORLD:  # the original draws, in their order: same seed, same data
         fps = rng.choice((15, 20, 24))
@@ -128,49 +217,15 @@ def write_session(
     directory = Layout(root).recording_dir(session_id)
     directory.mkdir(parents=True, exist_ok=True)
     scenario = build(world, rng, profile, rng.randrange(2**32))
-    video_path = directory / video.file
-    temporary = directory / f".{video.file}.tmp"
-    with av.open(str(temporary), mode="w", format=video.container) as container:
-        stream = container.add_stream(video.codec, rate=fps)
-        assert isinstance(stream, av.VideoStream)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.bit_rate = 600_000
-        stream.codec_context.options = dict(video.options)
-        stream.codec_context.thread_count = 1
-        frame_index = 0
-
-        def on_frame(image: np.ndarray) -> None:
-            nonlocal frame_index
-            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-            frame.pts = frame_index
-            frame.time_base = Fraction(1, fps)
-            frame_index += 1
-            for packet in stream.encode(frame):
-                container.mux(packet)
-
-        commands = simulate_session(scenario, minutes * 60, offset_ms, fps, on_frame)
-        for packet in stream.encode():
-            container.mux(packet)
-    os.replace(temporary, video_path)
+    with VideoRecorder(directory / video.file, video, WIDTH, HEIGHT, fps) as recorder:
+        commands = simulate_session(scenario, minutes * 60, offset_ms, fps, recorder.add)
     if shuffle:
         shuffle_times(commands, rng, minutes * 60_000)
-    with open(directory / "commands.ndjson", "w") as stream_out:
-        for item in commands:
-            stream_out.write(json.dumps(item) + "\n")
-    meta = {
-        "format": FORMAT,
-        "sessionId": session_id,
-        "roverId": rover,
-        "controlProfile": profile,
-        "startedAt": "2026-11-01T12:00:00Z",
-        "video": {"file": video.file, "offsetMs": offset_ms},
-        "commands": {"file": "commands.ndjson"},
-        "commandRoles": dict(scenario.kind.roles),
-    }
-    (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
+    session = SessionFiles(session_id, rover, profile, video.file, offset_ms, scenario.kind.roles)
+    session.write(directory, commands)
     result: WrittenSession = {
         "sessionId": session_id,
-        "frames": frame_index,
+        "frames": recorder.frames,
         "commands": len(commands),
         "fps": fps,
     }
@@ -224,8 +279,6 @@ def write_dataset(
     workers: int = 2,
     world: str = DEFAULT_WORLD,
 ) -> WrittenDataset:
-    import multiprocessing
-
     root = Path(out).resolve()
     Layout(root).recordings.mkdir(parents=True, exist_ok=True)
     if world not in WORLDS:
@@ -234,14 +287,8 @@ def write_dataset(
     tasks = [
         (str(root), sid, i, seed, minutes, shuffle_commands, world) for i, sid in enumerate(ids)
     ]
-    if workers > 1 and len(tasks) > 1:
-        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
-            written = pool.map(_write_one, tasks)
-    else:
-        written = [_write_one(task) for task in tasks]
-    job = default_job(root, ids, seed)
-    job_path = root / "job.json"
-    job_path.write_text(json.dumps(job, indent=2) + "\n")
+    written = each_session(_write_one, tasks, workers)
+    job_path = write_job(root, ids, seed)
     result: WrittenDataset = {
         "root": str(root),
         "job": str(job_path),
