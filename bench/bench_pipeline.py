@@ -23,24 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from media import add_session, encode_video
-from rovertrain.contracts.command_schema import initial_schema
-from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
-from rovertrain.job.config import parse_job
+from rovertrain.cli.inspect import inspection_request
+from rovertrain.data.dataset import Unwatched, build_dataset
 from rovertrain.protocol.events import EventStream
 
 
 def inspect_seconds(root: Path, sessions: list[str], threads: int) -> float:
-    job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
-    request = DatasetRequest(
-        root=root,
-        sessions=sessions,
-        schema=initial_schema(),
-        seed=0,
-        threads=job.config.execution.threads,
-        decoding=job.config.decoding,
-        sampling=job.config.sampling,
-        keep_windows=False,
-    )
+    request = inspection_request(root, sessions, threads)
     started = time.perf_counter()
     build_dataset(request, EventStream(None), Unwatched())
     return time.perf_counter() - started

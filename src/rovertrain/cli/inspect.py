@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
@@ -10,15 +11,15 @@ from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
 
+if TYPE_CHECKING:
+    from rovertrain.data.dataset import DatasetRequest
+
 
 def inspect_root(
     root_text: str, session_ids: tuple[str, ...], threads: int, stream: EventStream
 ) -> int:
-    from rovertrain.contracts.command_schema import initial_schema
-    from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
-    from rovertrain.data.partition import processing_order
+    from rovertrain.data.dataset import Unwatched, build_dataset
     from rovertrain.data.recording import list_sessions
-    from rovertrain.job.preflight import job_sessions
     from rovertrain.protocol.console import console_line
 
     root = Path(root_text).resolve()
@@ -26,17 +27,7 @@ def inspect_root(
     if not recordings.is_dir():
         raise RovertrainError("root_unavailable", f"{root} has no recordings/ folder.")
     sessions = list(session_ids) or list_sessions(root)
-    job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
-    request = DatasetRequest(
-        root=root,
-        sessions=processing_order(job_sessions(job), 0),
-        schema=initial_schema(),
-        seed=0,
-        threads=job.config.execution.threads,
-        decoding=job.config.decoding,
-        sampling=job.config.sampling,
-        keep_windows=False,
-    )
+    request = inspection_request(root, sessions, threads)
     dataset = build_dataset(request, stream, Unwatched())
     stream.emit(
         "inspected",
@@ -60,3 +51,24 @@ def inspect_root(
     for session_id, reason in dataset.rejected.items():
         console_line(f"{session_id:<28} skipped: {reason}")
     return ExitCode.COMPLETED
+
+
+def inspection_request(root: Path, sessions: list[str], threads: int) -> DatasetRequest:
+    """What `inspect` decodes: the sessions in the job's order with the job's decode limits,
+    labelled with the initial schema, no windows kept (bench/bench_pipeline.py times it)."""
+    from rovertrain.contracts.command_schema import initial_schema
+    from rovertrain.data.dataset import DatasetRequest
+    from rovertrain.data.partition import processing_order
+    from rovertrain.job.preflight import job_sessions
+
+    job = parse_job({"root": str(root), "sessions": sessions, "config": {"threads": threads}})
+    return DatasetRequest(
+        root=root,
+        sessions=processing_order(job_sessions(job), 0),
+        schema=initial_schema(),
+        seed=0,
+        threads=job.config.execution.threads,
+        decoding=job.config.decoding,
+        sampling=job.config.sampling,
+        keep_windows=False,
+    )
