@@ -85,6 +85,18 @@ def test_each_gate_condition(change: dict, args: tuple, reason: str) -> None:
     assert len(reasons) == 1 and reason in reasons[0]
 
 
+def test_recordings_that_never_stop_leave_the_stop_conditions_out() -> None:
+    never = passing(stop_events=0, stop_recall=0.0)
+    no_stops = HeldOutSupport(2, 0, 0, stops_recorded=False)
+    assert gate_reasons(never, GATE, 500, no_stops, SEEING) == []
+    # Trained on stops: the held-out sessions must show enough of them, and they must be found.
+    reasons = gate_reasons(never, GATE, 500, support(), SEEING)
+    assert any("stop events" in r for r in reasons) and any("Stop recall" in r for r in reasons)
+    # Held-out stops count even where the training sessions had none.
+    missed = passing(stop_events=9, stop_recall=0.2)
+    assert any("Stop recall" in r for r in gate_reasons(missed, GATE, 500, no_stops, SEEING))
+
+
 def test_a_policy_that_ignores_the_camera_does_not_pass() -> None:
     # Same weights, grey frames, same outputs: the camera adds nothing anywhere.
     reasons = gate_reasons(passing(), GATE, 500, support(), CameraGain(0.0, 0.0))

@@ -26,11 +26,15 @@ class GateStatus(StrEnum):
 
 @dataclass(frozen=True)
 class HeldOutSupport:
-    """What the held-out sessions contain that the policy has no slot for."""
+    """What the held-out sessions contain that the policy has no slot for; and whether the
+    recordings use a stop-role command at all (`stops_recorded`: the training sessions sent
+    one). Recordings that never stop (a racing game's teleop) leave nothing to imitate there:
+    the stop conditions do not apply, and the evaluation's stopEvents 0 says so."""
 
     sessions: int
     unsupported_command_events: int
     unsupported_windows: int
+    stops_recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ def gate_reasons(
     """
     g = gate
     value_ratio = measured.value_error_vs_hold_last()
+    stops_apply = support.stops_recorded or measured.stop_events > 0
     conditions: Sequence[tuple[bool, str]] = (
         (
             support.unsupported_command_events == 0,
@@ -93,7 +98,10 @@ def gate_reasons(
             measured.positive_actions >= g.minCommandEvents,
             f"Need {g.minCommandEvents} held-out command events",
         ),
-        (measured.stop_events >= g.minStopEvents, f"Need {g.minStopEvents} held-out stop events"),
+        (
+            not stops_apply or measured.stop_events >= g.minStopEvents,
+            f"Need {g.minStopEvents} held-out stop events",
+        ),
         (
             measured.movement_events >= g.minMovementEvents,
             f"Need {g.minMovementEvents} held-out movement commands",
@@ -104,7 +112,10 @@ def gate_reasons(
         ),
         (measured.precision >= g.minPrecision, f"Command precision below {g.minPrecision:g}"),
         (measured.recall >= g.minRecall, f"Command recall below {g.minRecall:g}"),
-        (measured.stop_recall >= g.minStopRecall, f"Stop recall below {g.minStopRecall:g}"),
+        (
+            not stops_apply or measured.stop_recall >= g.minStopRecall,
+            f"Stop recall below {g.minStopRecall:g}",
+        ),
         (
             measured.f1 > measured.best_baseline_f1(),
             "Command F1 does not beat the training-frequency baseline",

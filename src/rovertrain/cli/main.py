@@ -433,8 +433,18 @@ def replay(
 
 @cli.command()
 @click.argument("checkpoint", metavar="CHECKPOINT", type=click.Path())
-@click.option("--world", default="road", show_default=True, type=click.Choice(WORLD_NAMES))
-@click.option("--seconds", default=120.0, show_default=True, type=click.FloatRange(1, 3600))
+@click.option(
+    "--world",
+    default="road",
+    show_default=True,
+    type=click.Choice(SYNTH_WORLDS),
+    help="carracing: fresh CarRacing-v3 tracks (needs rovertrain[sim]).",
+)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(1, 3600),
+    help="Simulated seconds per rollout [default: 120; carracing: 30].",
+)
 @click.option(
     "--seed",
     "seed_list",
@@ -458,7 +468,7 @@ def replay(
 def drive(
     checkpoint: str,
     world: str,
-    seconds: float,
+    seconds: float | None,
     seed_list: tuple[int, ...],
     seed_count: int | None,
     out: str | None,
@@ -471,9 +481,10 @@ def drive(
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
 
     def body(stream: EventStream) -> int:
-        from rovertrain.deploy.drive import drive_policy
+        from rovertrain.deploy.drive import default_seconds, drive_policy
 
-        return drive_policy(checkpoint, world, seconds, seeds, out, baselines, stream)
+        length = seconds if seconds is not None else default_seconds(world)
+        return drive_policy(checkpoint, world, length, seeds, out, baselines, stream)
 
     _run_with_events(body)
 

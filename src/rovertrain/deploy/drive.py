@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
+from rovertrain.sim.race import RaceFigures
 from rovertrain.sim.rollout import (
     BASELINES,
     ClosedLoopReport,
@@ -27,6 +28,15 @@ from rovertrain.sim.rollout import (
     closed_loop_report,
 )
 from rovertrain.sim.worlds import WORLDS
+
+CARRACING = "carracing"
+
+
+def default_seconds(world: str) -> float:
+    """A rollout's length unless --seconds says: 2 minutes; on CarRacing 30 s (a lap of the
+    scripted driver takes 21-26 s, and a completed lap ends the episode)."""
+    return 30.0 if world == CARRACING else 120.0
+
 
 if TYPE_CHECKING:
     from rovertrain.deploy.rollout_media import RolloutVideo
@@ -82,14 +92,29 @@ def rollout_line(metrics: RolloutMetrics) -> str:
         f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
         + ("" if stop is None else f" ({stop:.0%})")
         + f", {metrics.distance_m:.0f} m"
+        + race_words(metrics.race)
+    )
+
+
+def race_words(race: RaceFigures | None) -> str:
+    if race is None:
+        return ""
+    return (
+        f", reward {race.reward:.0f}, tiles {race.tiles_visited}/{race.track_tiles} "
+        f"({race.tile_fraction:.0%}), ended: {race.ended}"
     )
 
 
 def margins_line(report: ClosedLoopReport) -> str:
     """The policy against each baseline in words (stderr)."""
     line = f"policy: in lane {report.summaries['policy'].in_lane_fraction:.1%}"
+    race = report.summaries["policy"].race
+    if race is not None:
+        line += f", reward {race.reward:.0f} ({race.tile_fraction:.0%} of the tiles)"
     for name, gap in report.margins.items():
         line += f"; vs {name} {gap.in_lane_fraction:+.1%}"
+        if gap.race is not None and gap.race.reward_ratio is not None:
+            line += f" (reward x{gap.race.reward_ratio:.2f})"
         if gap.stop_rate is not None:
             line += f" (stops {gap.stop_rate:+.0%})"
     return line
@@ -110,29 +135,46 @@ def drive_policy(
     started = time.monotonic()
 
     # 1. The world and the policy (and which baselines drive next to it).
-    if world not in WORLDS:
-        raise RovertrainError(
-            ErrorCode.USAGE, f"--world {world!r}: unknown; known: {', '.join(WORLDS)}."
-        )
+    if world not in (*WORLDS, CARRACING):
+        known = ", ".join((*WORLDS, CARRACING))
+        raise RovertrainError(ErrorCode.USAGE, f"--world {world!r}: unknown; known: {known}.")
+    if world == CARRACING and out is not None:
+        raise RovertrainError(ErrorCode.USAGE, "--out is not offered for --world carracing yet.")
+    if world == CARRACING:
+        from rovertrain.sim.carracing import require_sim_packages
+
+        require_sim_packages()
     loaded = load_policy(checkpoint)
     controllers = ("policy", *BASELINES) if baselines else ("policy",)
     media = DriveMedia(Path(out).resolve() if out is not None else None, world, seeds[0])
 
     # 2. Every controller on every seed: a `rollout` event and a line on stderr each.
-    def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace) -> None:
-        media.rollout_done(metrics, trace)
+    def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace | None = None) -> None:
+        if trace is not None:
+            media.rollout_done(metrics, trace)
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(rollout_line(metrics))
 
-    report = closed_loop_report(
-        lambda: loaded.policy,
-        world,
-        seeds,
-        seconds,
-        controllers=controllers,
-        on_rollout=on_rollout,
-        video=media.video_for,
-    )
+    if world == CARRACING:
+        from rovertrain.sim.carracing_drive import carracing_report
+
+        report = carracing_report(
+            lambda: loaded.policy,
+            seeds,
+            seconds,
+            controllers=controllers,
+            on_rollout=lambda metrics, _trace: on_rollout(metrics),
+        )
+    else:
+        report = closed_loop_report(
+            lambda: loaded.policy,
+            world,
+            seeds,
+            seconds,
+            controllers=controllers,
+            on_rollout=on_rollout,
+            video=media.video_for,
+        )
 
     # 3. The pictures, then the `drove` summary.
     files = media.files()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rovertrain.contracts.command_schema import is_stop
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset, WindowSet
 from rovertrain.data.partition import Partition
@@ -47,10 +48,13 @@ def scoring_for(job: Job, dataset: Dataset) -> Scoring:
 
 def held_out_support(dataset: Dataset) -> HeldOutSupport:
     held = dataset.of_partition(Partition.HELD_OUT)
+    _, trained_events = dataset.natural_command_counts()
+    stop_slots = [index for index, slot in enumerate(dataset.schema) if is_stop(slot)]
     return HeldOutSupport(
         sessions=len(held),
         unsupported_command_events=sum(r.labels.unsupported_command_events for r in held),
         unsupported_windows=sum(r.labels.unsupported_windows for r in held),
+        stops_recorded=any(trained_events[index] > 0 for index in stop_slots),
     )
 
 

@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
+from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import human_opening, rollout_scenario
 
@@ -110,13 +111,14 @@ class RolloutMetrics:
     command_counts: dict[str, int]
     bystanders_met: int
     bystanders_warned: int
+    race: RaceFigures | None = None  # a track environment's own score (CarRacing)
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
     def event_fields(self) -> dict[str, object]:
-        return {
+        fields: dict[str, object] = {
             "controller": self.controller,
             "seed": self.seed,
             "seconds": self.seconds,
@@ -124,6 +126,9 @@ class RolloutMetrics:
             "commandCounts": self.command_counts,
             "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
         }
+        if self.race is not None:
+            fields["race"] = self.race.event_fields()
+        return fields
 
 
 class DrivingFigures(Protocol):
@@ -253,18 +258,23 @@ class ControllerSummary:
     collided: int
     passed: int
     commands_per_second: float
+    race: RaceSummary | None = None
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
     def event_fields(self) -> dict[str, object]:
-        return {**driving_fields(self), "departedSeeds": self.departed_seeds}
+        fields = {**driving_fields(self), "departedSeeds": self.departed_seeds}
+        if self.race is not None:
+            fields["race"] = self.race.event_fields()
+        return fields
 
 
 def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
     """One controller's rollouts (all of the same controller) pooled over the seeds."""
     departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
+    races = [r.race for r in rows if r.race is not None]
     return ControllerSummary(
         controller=rows[0].controller,
         in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
@@ -278,6 +288,7 @@ def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
         collided=sum(r.collided for r in rows),
         passed=sum(r.passed for r in rows),
         commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
+        race=race_summary(races) if races and len(races) == len(rows) else None,
     )
 
 
@@ -290,14 +301,18 @@ class Margin:
     mean_abs_offset: float
     stop_rate: float | None
     distance_ratio: float | None
+    race: RaceMargin | None = None
 
     def event_fields(self) -> dict[str, object]:
-        return {
+        fields: dict[str, object] = {
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
             "distanceRatio": None if self.distance_ratio is None else round(self.distance_ratio, 3),
         }
+        if self.race is not None:
+            fields["race"] = self.race.event_fields()
+        return fields
 
 
 def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
@@ -310,6 +325,11 @@ def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
         mean_abs_offset=policy.mean_abs_offset - baseline.mean_abs_offset,
         stop_rate=stop,
         distance_ratio=policy.distance_m / baseline.distance_m if baseline.distance_m else None,
+        race=(
+            race_margin(policy.race, baseline.race)
+            if policy.race is not None and baseline.race is not None
+            else None
+        ),
     )
 
 
@@ -399,6 +419,17 @@ def closed_loop_report(
             rows.append(metrics)
             if on_rollout is not None:
                 on_rollout(metrics, trace)
+    return report_of(world, seeds, seconds, controllers, rows)
+
+
+def report_of(
+    world: str,
+    seeds: Sequence[int],
+    seconds: float,
+    controllers: Sequence[str],
+    rows: Sequence[RolloutMetrics],
+) -> ClosedLoopReport:
+    """Every controller's rollouts pooled, and the policy's margin over each other one."""
     summaries = {
         name: controller_summary([row for row in rows if row.controller == name])
         for name in controllers
@@ -422,6 +453,7 @@ __all__ = [
     "RolloutTrace",
     "closed_loop_report",
     "controller_summary",
+    "report_of",
     "rollout",
     "rollout_metrics",
     "run_controller",

@@ -21,6 +21,8 @@ from rovertrain.sim.drivers import SentCommand
 DEADBAND = 0.1
 KEEPALIVE_MS = 400.0
 DRIVE = "drive"
+TRACK_HALF_WIDTH = 40 / 6
+"""CarRacing's road, centre line to edge (gymnasium's `TRACK_WIDTH`), in world units."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,19 @@ class FollowerStyle:
     lift_in_turns: float = 0.7  # gas at most 1 - this x |turn| (full gas in a turn spins it)
 
 
+def segment_distance(
+    point: tuple[float, float], start: tuple[float, float], end: tuple[float, float]
+) -> float:
+    """The distance from `point` to the segment start-end."""
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    length = dx * dx + dy * dy
+    along = (
+        0.0 if length == 0 else ((point[0] - start[0]) * dx + (point[1] - start[1]) * dy) / length
+    )
+    along = max(0.0, min(1.0, along))
+    return math.dist(point, (start[0] + along * dx, start[1] + along * dy))
+
+
 def wrap(angle: float) -> float:
     """An angle in (-pi, pi]."""
     return math.atan2(math.sin(angle), math.cos(angle))
@@ -144,6 +159,17 @@ class TrackFollower:
         throttle = clamp(style.throttle_gain * (target_speed - car.speed), -style.brake_limit)
         throttle = min(throttle, 1.0 - style.lift_in_turns * abs(turn))
         return Wish(turn, throttle)
+
+    def distance_from_centre(self, car: CarPose) -> float:
+        """How far the car is from the centre line (world units; the road's half-width is
+        `TRACK_HALF_WIDTH`), measured to the two segments beside its nearest waypoint."""
+        self.index = self._nearest(car)
+        count = len(self.points)
+        here = self.points[self.index]
+        return min(
+            segment_distance((car.x, car.y), here, self.points[(self.index + step) % count])
+            for step in (-1, 1)
+        )
 
     def bend_ahead(self, index: int, distance: float) -> float:
         """How much the centre line turns (radians, the largest heading change from here)

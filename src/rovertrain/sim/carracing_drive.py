@@ -1,0 +1,308 @@
+"""`rovertrain drive --world carracing`: a policy drives fresh CarRacing-v3 tracks, closed loop,
+next to the scripted driver, the copycat and the blind policy (needs `rovertrain[sim]`).
+
+The loop is the rover's: the environment steps at 50 fps and the car executes the last
+`drive` command sent (as through the teleop page the recordings came from). The policy ticks
+every 100 ms through `rovertrain.runtime` with the newest observation; what it sends
+(`decision.send`) goes to the car and back into the policy with `observe_command`.
+
+The hand-over: the scripted driver drives the first `HAND_OVER_MS` (the car is moving when the
+policy takes it, as an operator hands over); the policy observes those commands, then drives
+alone. The copycat repeats the hand-over's last command every keepalive. The scripted driver
+drives the whole rollout. Tracks are drawn from `--seed` values never used by
+`synth --world carracing` (`fresh_track`), so the policy has not seen them.
+
+Figures: the environment's own reward and tiles visited (`RaceFigures`), and the lane figures
+of the other worlds: |offset| from the centre line in road half-widths, in lane while <= 1,
+moving while faster than 1 unit/s, distance in world units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from rovertrain.contracts.observation import BLIND_GREY
+from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
+from rovertrain.sim.drivers import SentCommand, TickDecision, TickPolicy, commands_from_decision
+from rovertrain.sim.race import RaceFigures
+from rovertrain.sim.rollout import (
+    BASELINES,
+    ClosedLoopReport,
+    RolloutMetrics,
+    lane_figures,
+    report_of,
+)
+from rovertrain.sim.teleop import (
+    DRIVE,
+    KEEPALIVE_MS,
+    STANDSTILL,
+    TRACK_HALF_WIDTH,
+    CarPose,
+    TeleopLink,
+    TrackFollower,
+    Wish,
+    car_action,
+)
+
+if TYPE_CHECKING:
+    import gymnasium
+
+HAND_OVER_MS = 2000.0
+DEFAULT_SECONDS = 30.0
+STEP_MS = 1000.0 / FPS
+MOVING_SPEED = 1.0  # world units per second
+
+
+def fresh_track(seed: int) -> int:
+    """The track `drive` uses for world seed `seed`: a different hash input from
+    `carracing.track_seed`, so no recorded track is driven."""
+    digest = hashlib.sha256(f"{WORLD}:drive:{seed}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+class RaceController(Protocol):
+    name: str
+
+    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+        """The commands sent at `t_ms` (the car executes the last `drive` one)."""
+        ...
+
+
+class ScriptedDriver:
+    """The privileged driver that recorded the data, through the same teleop page."""
+
+    name = "human"
+
+    def __init__(self, follower: TrackFollower):
+        self.follower, self.link = follower, TeleopLink()
+
+    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+        sent = self.link.offer(t_ms, self.follower.wish(pose))
+        return [] if sent is None else [sent]
+
+
+class Follower(Protocol):
+    """What drives after the hand-over (`CopycatAfter`, `PolicyAfter`)."""
+
+    def __call__(
+        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
+    ) -> list[SentCommand]: ...
+
+    def watch(self, t_ms: float, observation: np.ndarray) -> None:
+        """Sees the hand-over's frames (a policy ticks in the shadow, sending nothing)."""
+
+    def observe(self, command: SentCommand) -> None:
+        """Sees every command of the hand-over."""
+
+
+class HandedOver:
+    """The scripted driver until `HAND_OVER_MS`, then `after` (copycat or policy), which
+    watches the hand-over's frames and commands."""
+
+    def __init__(self, name: str, driver: ScriptedDriver, after: Follower):
+        self.name, self.driver, self.after = name, driver, after
+        self.history: list[SentCommand] = []
+
+    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+        if t_ms < HAND_OVER_MS:
+            self.after.watch(t_ms, observation)
+            sent = self.driver.act(t_ms, observation, pose)
+            for command in sent:
+                self.after.observe(command)
+            self.history.extend(sent)
+            return sent
+        return self.after(t_ms, observation, self.history)
+
+
+class CopycatAfter:
+    """Repeats the hand-over's last command every keepalive."""
+
+    def __init__(self) -> None:
+        self.next_at = 0.0
+
+    def watch(self, t_ms: float, observation: np.ndarray) -> None:
+        return None
+
+    def observe(self, command: SentCommand) -> None:
+        return None
+
+    def __call__(
+        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
+    ) -> list[SentCommand]:
+        if t_ms < self.next_at or not history:
+            return []
+        self.next_at = t_ms + KEEPALIVE_MS
+        return [SentCommand(t_ms, history[-1].type, history[-1].values)]
+
+
+class PolicyAfter:
+    """The policy ticking every `tick_ms` with the observation (grey when blind): in the
+    shadow during the hand-over (as a rover's loop ticks while a person drives, so the policy
+    has its previous frame when it takes over), then sending what it decides."""
+
+    def __init__(self, policy: TickPolicy, blind: bool):
+        self.policy = policy
+        self.grey = np.full((SIZE, SIZE, 3), BLIND_GREY, np.uint8) if blind else None
+        self.next_tick = 0.0
+
+    def observe(self, command: SentCommand) -> None:
+        self.policy.observe_command(command.t, command.type, command.values)
+
+    def _tick(self, t_ms: float, observation: np.ndarray) -> TickDecision | None:
+        if t_ms < self.next_tick:
+            return None
+        self.next_tick = t_ms + self.policy.tick_ms
+        return self.policy.tick(observation if self.grey is None else self.grey, t_ms)
+
+    def watch(self, t_ms: float, observation: np.ndarray) -> None:
+        self._tick(t_ms, observation)
+
+    def __call__(
+        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
+    ) -> list[SentCommand]:
+        decision = self._tick(t_ms, observation)
+        if decision is None:
+            return []
+        sent = commands_from_decision(t_ms, self.policy.schema, decision.send, decision.values)
+        for command in sent:
+            self.observe(command)
+        return sent
+
+
+def executed_after(executed: Wish, sent: Sequence[SentCommand]) -> Wish:
+    """What the car executes after `sent`: the last `drive` command's turn and throttle (a
+    value the command does not carry is 0); any other command type leaves it as it was."""
+    for command in sent:
+        if command.type == DRIVE:
+            values = command.values or {}
+            executed = Wish(float(values.get("turn", 0.0)), float(values.get("throttle", 0.0)))
+    return executed
+
+
+@dataclass
+class RaceTrace:
+    """One rollout, one row per 20 ms step."""
+
+    controller: str
+    seconds: float
+    offsets: list[float] = field(default_factory=list)  # road half-widths from the centre
+    speeds: list[float] = field(default_factory=list)
+    commands: list[SentCommand] = field(default_factory=list)
+    reward: float = 0.0
+    tiles_visited: int = 0
+    track_tiles: int = 0
+    ended: str = "time"
+
+
+def race(
+    env: gymnasium.Env[np.ndarray, np.ndarray],
+    track: int,
+    make: Callable[[TrackFollower], RaceController],
+    seconds: float,
+) -> RaceTrace:
+    """One controller on track `track` for at most `seconds` (the episode may end first)."""
+    observation, _ = env.reset(seed=track)
+    state = state_of(env)
+    controller = make(follower_for(state))
+    centre = follower_for(state)
+    trace = RaceTrace(controller.name, seconds, track_tiles=len(state.track))
+    executed = STANDSTILL
+    for step in range(round(seconds * FPS)):
+        pose = car_pose(state)
+        sent = controller.act(step * STEP_MS, observation, pose)
+        executed = executed_after(executed, sent)
+        trace.commands.extend(sent)
+        trace.offsets.append(centre.distance_from_centre(pose) / TRACK_HALF_WIDTH)
+        trace.speeds.append(pose.speed)
+        observation, reward, terminated, truncated, info = env.step(
+            np.asarray(car_action(executed), dtype=np.float32)
+        )
+        trace.reward += float(reward)
+        if terminated:
+            trace.ended = "lap" if info.get("lap_finished") else "off_playfield"
+        if terminated or truncated:
+            break
+    trace.tiles_visited = int(state.tile_visited_count)
+    return trace
+
+
+def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
+    """A rollout's figures (pure): the lane figures over the steps driven, the race's own."""
+    offsets = np.asarray(trace.offsets, dtype=np.float64)
+    in_lane, mean_offset, departure = lane_figures(offsets, STEP_MS)
+    speeds = np.asarray(trace.speeds, dtype=np.float64)
+    counts: dict[str, int] = {}
+    for command in trace.commands:
+        counts[command.type] = counts.get(command.type, 0) + 1
+    driven = len(speeds) * STEP_MS / 1000.0
+    return RolloutMetrics(
+        controller=trace.controller,
+        seed=seed,
+        seconds=trace.seconds,
+        in_lane_fraction=in_lane,
+        mean_abs_offset=mean_offset,
+        first_departure_s=departure,
+        distance_m=float(speeds.sum() * STEP_MS / 1000.0),
+        moving_fraction=float((speeds > MOVING_SPEED).mean()) if len(speeds) else 0.0,
+        obstacles_met=0,
+        stopped_before_contact=0,
+        collided=0,
+        passed=0,
+        commands_per_second=len(trace.commands) / driven if driven else 0.0,
+        command_counts=counts,
+        bystanders_met=0,
+        bystanders_warned=0,
+        race=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
+    )
+
+
+def controller_maker(
+    name: str, policy_factory: Callable[[], TickPolicy] | None
+) -> Callable[[TrackFollower], RaceController]:
+    def make(follower: TrackFollower) -> RaceController:
+        driver = ScriptedDriver(follower)
+        if name == "human":
+            return driver
+        if name == "copycat":
+            return HandedOver(name, driver, CopycatAfter())
+        if name in ("policy", "blind"):
+            if policy_factory is None:
+                raise ValueError(f"controller {name!r} needs a policy")
+            policy = policy_factory()
+            policy.reset()
+            return HandedOver(name, driver, PolicyAfter(policy, blind=name == "blind"))
+        raise ValueError(f"unknown controller {name!r}")
+
+    return make
+
+
+def carracing_report(
+    policy_factory: Callable[[], TickPolicy] | None,
+    seeds: Sequence[int],
+    seconds: float,
+    *,
+    controllers: Sequence[str] | None = None,
+    on_rollout: Callable[[RolloutMetrics, RaceTrace], None] | None = None,
+) -> ClosedLoopReport:
+    """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring)."""
+    if controllers is None:
+        controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
+    env = make_env(round(seconds * FPS) + 1)
+    rows: list[RolloutMetrics] = []
+    try:
+        for name in controllers:
+            make = controller_maker(name, policy_factory)
+            for seed in seeds:
+                trace = race(env, fresh_track(seed), make, seconds)
+                metrics = race_metrics(trace, seed)
+                rows.append(metrics)
+                if on_rollout is not None:
+                    on_rollout(metrics, trace)
+    finally:
+        env.close()
+    return report_of(WORLD, seeds, seconds, controllers, rows)
