@@ -11,6 +11,9 @@ import pytest
 import torch
 
 from conftest import check_model_manifest, parse_events, signal_after_progress, write_job
+from rovertrain.learn.policy import VERSION
+
+RESUME_FILE = f"resume-v{VERSION}.pt"  # the resume state of this policy version
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
@@ -48,7 +51,7 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     assert set(meta["files"]) == {"weights.safetensors"}
     assert meta["jobId"] == complete["jobId"] and meta["specification"]["version"] >= 1
     assert meta["actionThreshold"] == 0.5 and meta["steeringDeadband"] == 0.1
-    assert (synth_copy / "training" / "resume-v1.pt").exists()
+    assert (synth_copy / "training" / RESUME_FILE).exists()
     # The job's events were mirrored for late viewers.
     job_log = synth_copy / "training" / "jobs" / complete["jobId"] / "events.ndjson"
     assert parse_events(job_log.read_text()) == result.events
@@ -87,7 +90,7 @@ def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Pat
 def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:
     job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 1})
     first = cli("run", "--job", str(job))
-    (synth_copy / "training" / "resume-v1.pt").unlink()
+    (synth_copy / "training" / RESUME_FILE).unlink()
     second = cli("run", "--job", str(job))
 
     def picked(result):
@@ -102,7 +105,7 @@ def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:
 
 @pytest.mark.parametrize("content", [b"garbage", "version"])
 def test_incompatible_resume_is_refused(cli, synth_copy: Path, content) -> None:
-    path = synth_copy / "training" / "resume-v1.pt"
+    path = synth_copy / "training" / RESUME_FILE
     path.parent.mkdir(parents=True)
     if content == "version":
         torch.save({"version": 999, "weights": {}}, path)
@@ -155,7 +158,7 @@ def test_sigterm_during_training_completes_with_the_stop_reason(synth_copy: Path
     assert complete["kind"] == "complete" and complete["trained"]
     assert "Stopped by SIGTERM" in complete["publication"]["reason"]
     assert complete["promote"] is False
-    assert (synth_copy / "training" / "resume-v1.pt").exists()
+    assert (synth_copy / "training" / RESUME_FILE).exists()
     assert not (synth_copy / "training" / "current.json").exists()  # not promoted
 
 

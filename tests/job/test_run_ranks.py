@@ -25,6 +25,9 @@ import pytest
 import torch
 
 from conftest import cli_env, parse_events, read_paused_heartbeats, write_job
+from rovertrain.learn.policy import VERSION
+
+RESUME_FILE = f"resume-v{VERSION}.pt"  # the resume state of this policy version
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -113,7 +116,7 @@ def test_two_ranks_share_the_work_and_rank_0_alone_reports_and_publishes(
     assert sum(r["sampledWindows"] for r in ranks) == sampled
     (checkpoint,) = checkpoints(synth_copy)
     assert checkpoint.name == complete["published"]["id"]
-    assert (synth_copy / "training" / "resume-v1.pt").exists()
+    assert (synth_copy / "training" / RESUME_FILE).exists()
     log = synth_copy / "training" / "jobs" / complete["jobId"] / "events.ndjson"
     assert parse_events(log.read_text()) == events
     # Held-out figures: exactly a single-process evaluation of the same weights.
@@ -134,7 +137,7 @@ def test_resume_crosses_world_sizes(cli, synth_copy: Path) -> None:
     assert all(e["diagnostics"]["cached"] for e in events if e["kind"] == "dataset")
     back = cli("run", "--job", str(job))
     assert back.code == 0 and back.last()["steps"] == 60
-    saved = torch.load(synth_copy / "training" / "resume-v1.pt", weights_only=True)
+    saved = torch.load(synth_copy / "training" / RESUME_FILE, weights_only=True)
     assert saved["steps"] == 60
 
 
@@ -211,7 +214,7 @@ def until_progress(process: subprocess.Popen[bytes], kind: str = "progress") -> 
 
 def nothing_published_and_lock_released(root: Path) -> None:
     assert checkpoints(root) == []
-    assert not (root / "training" / "resume-v1.pt").exists()
+    assert not (root / "training" / RESUME_FILE).exists()
     with open(root / "training" / ".lock", "rb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
 

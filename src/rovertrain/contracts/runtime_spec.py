@@ -76,6 +76,14 @@ class RuntimeSpec:
         return int(width), int(height)
 
     @property
+    def frame_history(self) -> int:
+        """Frames stacked along the image input's channels, newest first, one tick apart
+        (1 for a policy exported before frame history existed)."""
+        image = _path(self.policy, "input", "image")
+        history = image.get("frameHistory", 1) if isinstance(image, dict) else 1
+        return int(_number(history, "input.image.frameHistory"))
+
+    @property
     def slots(self) -> int:
         return int(_number(self.policy.get("slots"), "slots"))
 
@@ -104,7 +112,10 @@ class RuntimeSpec:
         return {
             "opset": self.opset,
             "inputs": {
-                IMAGE_INPUT: {"dtype": "uint8", "shape": ["batch", 3, height, width]},
+                IMAGE_INPUT: {
+                    "dtype": "uint8",
+                    "shape": ["batch", 3 * self.frame_history, height, width],
+                },
                 STATE_INPUT: {"dtype": "float32", "shape": ["batch", self.state_size]},
             },
             "outputs": {
@@ -151,7 +162,7 @@ class RuntimeSpec:
             opset=int(_number(opset, "onnx.opset")),
         )
         # Read every figure the runtime acts on once, so a malformed document fails here.
-        _ = (spec.tick_ms, spec.state_size, spec.image_size)
+        _ = (spec.tick_ms, spec.state_size, spec.image_size, spec.frame_history)
         return spec
 
 
