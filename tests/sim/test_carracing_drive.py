@@ -105,11 +105,13 @@ def carracing_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
-    cli, carracing_checkpoint: Path
+    cli, carracing_checkpoint: Path, tmp_path: Path
 ) -> None:
     pytest.importorskip("gymnasium")
     pytest.importorskip("Box2D")
-    result = cli("drive", str(carracing_checkpoint), "--world", "carracing", "--seconds", "4")
+    out = tmp_path / "out"
+    result = cli("drive", str(carracing_checkpoint), "--world", "carracing", "--seconds", "4",
+                 "--out", str(out))  # fmt: skip
     assert result.code == 0, result.stderr
     rollouts = {event["controller"]: event for event in result.of("rollout")}
     assert list(rollouts) == ["policy", "human", "copycat", "blind"]
@@ -129,9 +131,10 @@ def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
     assert summary["controllers"]["human"]["race"]["reward"] > 0
     assert set(summary["margins"]) == {"human", "copycat", "blind"}
     assert summary["margins"]["human"]["race"]["rewardRatio"] is not None
+    # --out: the policy's rollout, one observation per 100 ms, 4 times its size.
+    assert summary["files"] == {"rollout": str(out / "rollout.mp4")}
+    import av
 
-
-def test_drive_carracing_refuses_out(cli, carracing_checkpoint: Path, tmp_path: Path) -> None:
-    result = cli("drive", str(carracing_checkpoint), "--world", "carracing", "--out",
-                 str(tmp_path / "out"))  # fmt: skip
-    assert result.code == 2 and "--out" in result.last()["message"]
+    with av.open(summary["files"]["rollout"]) as container:
+        pictures = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    assert len(pictures) == 40 and pictures[0].shape == (384, 384, 3)

@@ -56,6 +56,7 @@ HAND_OVER_MS = 2000.0
 DEFAULT_SECONDS = 30.0
 STEP_MS = 1000.0 / FPS
 MOVING_SPEED = 1.0  # world units per second
+FRAMES_PER_TICK = 5  # environment steps per 100 ms
 
 
 def fresh_track(seed: int) -> int:
@@ -204,8 +205,10 @@ def race(
     track: int,
     make: Callable[[TrackFollower], RaceController],
     seconds: float,
+    on_frame: Callable[[np.ndarray], None] | None = None,
 ) -> RaceTrace:
-    """One controller on track `track` for at most `seconds` (the episode may end first)."""
+    """One controller on track `track` for at most `seconds` (the episode may end first);
+    `on_frame` gets the observation every 100 ms (a video)."""
     observation, _ = env.reset(seed=track)
     state = state_of(env)
     controller = make(follower_for(state))
@@ -214,6 +217,8 @@ def race(
     executed = STANDSTILL
     for step in range(round(seconds * FPS)):
         pose = car_pose(state)
+        if on_frame is not None and step % FRAMES_PER_TICK == 0:
+            on_frame(observation)
         sent = controller.act(step * STEP_MS, observation, pose)
         executed = executed_after(executed, sent)
         trace.commands.extend(sent)
@@ -288,8 +293,10 @@ def carracing_report(
     *,
     controllers: Sequence[str] | None = None,
     on_rollout: Callable[[RolloutMetrics, RaceTrace], None] | None = None,
+    video: Callable[[int], Callable[[np.ndarray], None] | None] | None = None,
 ) -> ClosedLoopReport:
-    """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring)."""
+    """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring).
+    `video(seed)` may return a frame sink for the policy's rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
     env = make_env(round(seconds * FPS) + 1)
@@ -298,7 +305,8 @@ def carracing_report(
         for name in controllers:
             make = controller_maker(name, policy_factory)
             for seed in seeds:
-                trace = race(env, fresh_track(seed), make, seconds)
+                sink = video(seed) if video is not None and name == "policy" else None
+                trace = race(env, fresh_track(seed), make, seconds, sink)
                 metrics = race_metrics(trace, seed)
                 rows.append(metrics)
                 if on_rollout is not None:
