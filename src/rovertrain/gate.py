@@ -35,6 +35,7 @@ class HeldOutSupport:
     unsupported_command_events: int
     unsupported_windows: int
     stops_recorded: bool = True
+    autonomous_windows: int = 0  # held-out windows a policy drove: left out, not scored
 
 
 @dataclass(frozen=True)

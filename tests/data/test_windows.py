@@ -5,12 +5,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rovertrain.contracts.command_schema import SLOTS, extended, initial_schema
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.data.recording import Command
 from rovertrain.data.windows import (
     CATEGORY_COMMAND,
     CATEGORY_NONE,
     CATEGORY_STOP,
     label_windows,
+    summary,
 )
 
 SCHEMA = initial_schema()
@@ -83,3 +85,37 @@ def test_each_command_in_the_span_lands_in_exactly_one_window(first_tick: int, r
         assert set(np.flatnonzero(labels.fires[:, slot]).tolist()) == windows_with
     stop_windows = labels.fires[:, 0] == 1
     assert (labels.category[stop_windows] == CATEGORY_STOP).all()
+
+
+def test_a_policys_commands_are_state_never_targets() -> None:
+    """Issue 27: a session whose policy commands are all wrong trains toward what the person
+    did, exactly as without them; only the state shows what the policy sent."""
+    schema = initial_schema()
+    ticks = np.arange(0, 2000, 100, dtype=np.int64)
+    person = [
+        Command(50.0, "drive", {"speed": 0.6, "turn": 0.1}),
+        Command(1450.0, "drive", {"speed": 0.4, "turn": -0.3}),  # a take-over
+        Command(1850.0, "stop"),
+    ]
+    wrong = [  # the policy drove from 400 ms to 1450 ms, every command wrong
+        Command(float(t), "drive", {"speed": -1.0, "turn": 1.0}, "policy")
+        for t in range(400, 1450, 100)
+    ]
+    alone = label_windows(ticks, person, schema)
+    mixed = label_windows(ticks, sorted(person + wrong, key=lambda c: c.t), schema)
+    np.testing.assert_array_equal(mixed.fires, alone.fires)
+    np.testing.assert_array_equal(mixed.values, alone.values)
+    np.testing.assert_array_equal(mixed.available, alone.available)
+    np.testing.assert_array_equal(mixed.category, alone.category)
+    assert mixed.command_event_counts == alone.command_event_counts
+    # The state shows what was sent: at 500 ms the policy's command of 400 ms.
+    drive = STATE_FEATURES_PER_SLOT  # slot 1's features
+    np.testing.assert_allclose(alone.states[5][drive : drive + 2], [0.6, 0.1], rtol=1e-6)
+    assert mixed.states[5][drive : drive + 2].tolist() == [-1.0, 1.0]
+    # Windows the policy drove and nobody corrected (400-1399 ms) hold no person's decision;
+    # the take-over's window (1400-1499 ms) does.
+    assert np.flatnonzero(mixed.autonomous).tolist() == list(range(4, 14))
+    assert not alone.autonomous.any() and alone.take_overs == 0
+    assert mixed.take_overs == 1
+    assert summary(mixed).to_json()["autonomousWindows"] == 10
+    assert "autonomousWindows" not in summary(alone).to_json()

@@ -460,9 +460,15 @@ def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
         )
     labels = label_windows(frames.ticks, log.commands, schema)
     stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
-    usable = np.flatnonzero(~stale & ~labels.unsupported).tolist()
+    # A window a policy drove and nobody corrected holds no decision of a person's.
+    usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
     if not usable:
-        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
+        why = (
+            "a policy drove every window"
+            if labels.autonomous.all()
+            else "no frame near any 100 ms tick"
+        )
+        raise SkipSession("no_windows", f"no usable window: {why}")
     return _Labelled(
         schema=schema,
         labels=labels,

@@ -74,11 +74,18 @@ class RecordingLimits:
 DEFAULT_LIMITS = RecordingLimits()
 
 
+HUMAN, POLICY = "human", "policy"
+SENDERS = (HUMAN, POLICY)
+"""Who sent a command (`by` on a command-log line; absent: a person). A policy's commands are
+part of the state it sees, never what training imitates (docs/recording-format.md)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     t: float
     type: str
     values: Mapping[str, float] = field(default_factory=dict)
+    by: str = HUMAN
 
 
 class CommandLine(TypedDict):
@@ -88,6 +95,7 @@ class CommandLine(TypedDict):
     t: float
     type: str
     values: NotRequired[dict[str, float]]
+    by: NotRequired[str]  # one of SENDERS; left out for a person's commands
 
 
 @dataclass
@@ -293,7 +301,10 @@ def command_from_json(item: object) -> Command:
     for name, value in values.items():
         if not _is_number(value) or len(name) > MAX_NAME_CHARS:
             raise bad(f"each value must be a number named by at most {MAX_NAME_CHARS} characters")
-    return Command(float(t), kind, {name: float(value) for name, value in values.items()})
+    by = item.get("by", HUMAN)
+    if by not in SENDERS:
+        raise bad(f"by must be one of {', '.join(SENDERS)} (absent: {HUMAN})")
+    return Command(float(t), kind, {name: float(value) for name, value in values.items()}, by)
 
 
 def command_from_line(
@@ -368,7 +379,7 @@ def _parse_lines(
         clipped = {name: min(1.0, max(-1.0, value)) for name, value in command.values.items()}
         if clipped != command.values:
             log.clipped_values += 1
-            command = Command(command.t, command.type, clipped)
+            command = Command(command.t, command.type, clipped, command.by)
         log.commands.append(command)
     log.commands.sort(key=lambda command: command.t)
     return log

@@ -6,6 +6,12 @@ A tick at time T (ms on the command clock) defines the window [T, T + 100):
 - targets: the slot fires if a command of its type has t in [T, T + 100); values are those of
   the last such command, with an availability mask;
 - category: stop if a stop-role slot fires, else command if any slot fires, else none.
+
+Who sent a command (`Command.by`): every command is part of the state (it was sent), but only
+a person's are targets. A window whose rover a policy was driving (the last command before the
+window's end was the policy's) and where no person's command lands is `autonomous`: nobody
+decided anything there that training could imitate, so it is not a usable window. A person's
+command right after a policy's is a take-over.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, is_stop
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
-from rovertrain.data.recording import Command
+from rovertrain.data.recording import POLICY, Command
 from rovertrain.runtime.state import encode_states, last_before, value_row
 
 CATEGORY_NONE, CATEGORY_COMMAND, CATEGORY_STOP = 0, 1, 2
@@ -33,8 +39,27 @@ class Labels:
     available: np.ndarray  # uint8 [N, SLOTS, VALUES]
     category: np.ndarray  # int8 [N]
     unsupported: np.ndarray  # bool [N]: an unsupported command lands in this window
-    command_event_counts: list[int]  # per slot, commands landing in some window
+    command_event_counts: list[int]  # per slot, a person's commands landing in some window
     unsupported_command_events: int
+    autonomous: np.ndarray  # bool [N]: a policy drove, no person's command landed
+    take_overs: int  # a person's commands right after a policy's
+
+
+def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.ndarray, int]:
+    """(autonomous [N], take-overs): see the module docstring. `commands` sorted by time."""
+    times = np.asarray([command.t for command in commands], dtype=np.float64)
+    by_policy = np.asarray([command.by == POLICY for command in commands], dtype=bool)
+    if not by_policy.any():
+        return np.zeros(len(ticks), dtype=bool), 0
+    ends = ticks.astype(np.float64) + TICK_MS
+    last = np.searchsorted(times, ends, side="left") - 1
+    driven = (last >= 0) & by_policy[np.maximum(last, 0)]
+    human_times = times[~by_policy]
+    lands = np.searchsorted(human_times, ends, side="left") > np.searchsorted(
+        human_times, ticks.astype(np.float64), side="left"
+    )
+    take_overs = int((by_policy[:-1] & ~by_policy[1:]).sum())
+    return driven & ~lands, take_overs
 
 
 def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema) -> Labels:
@@ -56,6 +81,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             other_times.append(command.t)
         else:
             by_slot.setdefault(slot, []).append(command)
+    autonomous, take_overs = control_figures(ticks, sorted(commands, key=lambda c: c.t))
     if count == 0:
         return Labels(
             states=states.reshape(0, -1),
@@ -66,6 +92,8 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             unsupported=unsupported,
             command_event_counts=event_counts,
             unsupported_command_events=0,
+            autonomous=autonomous,
+            take_overs=take_overs,
         )
     span_end = ticks_f[-1] + TICK_MS
     if other_times:
@@ -86,12 +114,18 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             for column, name in enumerate(names):
                 if name in command.values:
                     present[row, column] = 1
-        # State: last command strictly before the tick (encoded below, as on the rover).
+        # State: last command strictly before the tick (encoded below, as on the rover),
+        # whoever sent it.
         previous = last_before(times, ticks_f)
         seen = previous >= 0
         safe = np.where(seen, previous, 0)
         elapsed[:, slot] = np.where(seen, ticks_f - times[safe], np.inf)
         last_values[:, slot] = np.where(seen[:, None], table[safe], 0.0)
+        # Targets: a person's commands only.
+        person = np.asarray([command.by != POLICY for command in slot_commands], dtype=bool)
+        times, table, present = times[person], table[person], present[person]
+        if not len(times):
+            continue  # only a policy sent this type here: nothing to imitate
         # Targets: the last command with t in [tick, tick + 100).
         first = np.searchsorted(times, ticks_f, side="left")
         last = np.searchsorted(times, ticks_f + TICK_MS, side="left") - 1
@@ -116,6 +150,8 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         unsupported=unsupported,
         command_event_counts=event_counts,
         unsupported_command_events=unsupported_events,
+        autonomous=autonomous,
+        take_overs=take_overs,
     )
 
 
@@ -131,14 +167,20 @@ class LabelSummary:
     command_event_counts: list[int]
     unsupported_command_events: int
     unsupported_windows: int
+    autonomous_windows: int = 0
+    take_overs: int = 0
 
     def to_json(self) -> JsonObject:
-        return {
+        document: JsonObject = {
             "categories": dict(self.categories),
             "commandEventCounts": list(self.command_event_counts),
             "unsupportedCommandEvents": self.unsupported_command_events,
             "unsupportedWindows": self.unsupported_windows,
         }
+        if self.autonomous_windows or self.take_overs:  # a session a policy drove
+            document["autonomousWindows"] = self.autonomous_windows
+            document["takeOvers"] = self.take_overs
+        return document
 
 
 def summary(labels: Labels) -> LabelSummary:
@@ -147,4 +189,6 @@ def summary(labels: Labels) -> LabelSummary:
         command_event_counts=list(labels.command_event_counts),
         unsupported_command_events=labels.unsupported_command_events,
         unsupported_windows=int(labels.unsupported.sum()),
+        autonomous_windows=int(labels.autonomous.sum()),
+        take_overs=labels.take_overs,
     )

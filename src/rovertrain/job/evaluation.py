@@ -55,6 +55,7 @@ def held_out_support(dataset: Dataset) -> HeldOutSupport:
         unsupported_command_events=sum(r.labels.unsupported_command_events for r in held),
         unsupported_windows=sum(r.labels.unsupported_windows for r in held),
         stops_recorded=any(trained_events[index] > 0 for index in stop_slots),
+        autonomous_windows=sum(r.labels.autonomous_windows for r in held),
     )
 
 
@@ -74,6 +75,7 @@ class GateEvaluation:
         unsupported: JsonObject = {
             "unsupportedCommandEvents": self.support.unsupported_command_events,
             "unsupportedWindows": self.support.unsupported_windows,
+            "autonomousWindows": self.support.autonomous_windows,
         }
         if self.metrics is None:
             return {"status": self.status, "windows": self.windows, **unsupported}
