@@ -13,6 +13,7 @@ from rovertrain.gate import (
     not_enough_data,
     publication_decision,
     publication_reasons,
+    stop_conditions_apply,
     training_deadline,
 )
 from rovertrain.job.config import load_job_text
@@ -89,6 +90,7 @@ def test_recordings_that_never_stop_leave_the_stop_conditions_out() -> None:
     never = passing(stop_events=0, stop_recall=0.0)
     no_stops = HeldOutSupport(2, 0, 0, stops_recorded=False)
     assert gate_reasons(never, GATE, 500, no_stops, SEEING) == []
+    assert not stop_conditions_apply(never, no_stops) and stop_conditions_apply(never, support())
     # Trained on stops: the held-out sessions must show enough of them, and they must be found.
     reasons = gate_reasons(never, GATE, 500, support(), SEEING)
     assert any("stop events" in r for r in reasons) and any("Stop recall" in r for r in reasons)

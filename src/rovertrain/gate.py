@@ -69,6 +69,12 @@ def _camera_conditions(camera: CameraGain, g: Gate) -> Sequence[tuple[bool, str]
     )
 
 
+def stop_conditions_apply(measured: EventMetrics, support: HeldOutSupport) -> bool:
+    """The stop conditions judge recordings that use a stop-role command (see
+    `HeldOutSupport`); the evaluation reports it as `stopConditionsApplied`."""
+    return support.stops_recorded or measured.stop_events > 0
+
+
 def gate_reasons(
     measured: EventMetrics,
     gate: Gate,
@@ -83,7 +89,7 @@ def gate_reasons(
     """
     g = gate
     value_ratio = measured.value_error_vs_hold_last()
-    stops_apply = support.stops_recorded or measured.stop_events > 0
+    stops_apply = stop_conditions_apply(measured, support)
     conditions: Sequence[tuple[bool, str]] = (
         (
             support.unsupported_command_events == 0,

@@ -32,7 +32,12 @@ class Gate:
         doc="held-out command events (windows where a person sent something) needed",
     )
     minStopEvents: int = knob(
-        8, 0, 100_000_000, integer=True, doc="held-out stop-role events needed"
+        8,
+        0,
+        100_000_000,
+        integer=True,
+        doc="held-out stop-role events needed (when the recordings use a stop-role command: "
+        "stopConditionsApplied)",
     )
     minMovementEvents: int = knob(
         16, 0, 100_000_000, integer=True, doc="held-out movement-role events needed"
@@ -42,7 +47,13 @@ class Gate:
         0.5, 0, 1, doc="precision of the fired events over every type, at least"
     )
     minRecall: float = knob(0.5, 0, 1, doc="recall of the command events over every type, at least")
-    minStopRecall: float = knob(0.5, 0, 1, doc="recall of the stop-role events, at least")
+    minStopRecall: float = knob(
+        0.5,
+        0,
+        1,
+        doc="recall of the stop-role events, at least (when the recordings use a stop-role "
+        "command: stopConditionsApplied)",
+    )
     maxNumericMse: float = knob(
         0.1,
         0,

@@ -211,8 +211,16 @@ def test_the_image_input_stacks_the_previous_ticks_frame_when_it_was_one_tick_ag
     seen = [(int(i[0, 0, 0, 0]), int(i[0, 3, 0, 0])) for i in session.images]
     assert [i.shape for i in session.images] == [(1, 6, OBS_HEIGHT, OBS_WIDTH)] * 3
     assert seen == [(10, 10), (20, 10), (30, 30)]
+    # A rover's clock: ticks about 100 ms apart, never exactly.
+    policy.tick(frames[0], 1733412.18)
+    policy.tick(frames[1], 1733512.43)
+    policy.tick(frames[2], 1733612.37)
+    assert [(int(i[0, 0, 0, 0]), int(i[0, 3, 0, 0])) for i in session.images[3:]] == [
+        (10, 10), (20, 10), (30, 20)
+    ]  # fmt: skip
+    assert spec.to_json()["format"] == "rovertrain-runtime/2"  # old runtimes refuse it at load
     policy.reset()
-    policy.tick(frames[1], 400.0)  # a new drive forgets the last frame
+    policy.tick(frames[1], 1733712.0)  # a new drive forgets the last frame
     assert (int(session.images[-1][0, 0, 0, 0]), int(session.images[-1][0, 3, 0, 0])) == (20, 20)
     with pytest.raises(Exception, match="stacks 3 frames"):
         RoverPolicy(session, RuntimeSpec.from_json({**spec.to_json(), "input": {

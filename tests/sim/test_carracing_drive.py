@@ -138,3 +138,21 @@ def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
     with av.open(summary["files"]["rollout"]) as container:
         pictures = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
     assert len(pictures) == 40 and pictures[0].shape == (384, 384, 3)
+
+
+def test_drive_carracing_refuses_what_cannot_drive_the_car(
+    cli, carracing_checkpoint: Path, tmp_path: Path
+) -> None:
+    from rovertrain.contracts.command_schema import initial_schema
+    from rovertrain.learn.policy import Policy, specification
+    from rovertrain.store.publish import publish_checkpoint
+
+    short = cli("drive", str(carracing_checkpoint), "--world", "carracing", "--seconds", "2")
+    assert short.code == 2 and short.kinds() == ["error"] and "2 s" in short.last()["message"]
+    road_id = str(uuid.UUID(int=79))  # drive {speed, turn}: no throttle for the car
+    metadata = {"name": "road", "createdAt": 1, "specification": specification(initial_schema()),
+                "actionThreshold": 0.5, "promote": True}  # fmt: skip
+    publish_checkpoint(tmp_path, road_id, dict(Policy().state_dict()), metadata)
+    road = cli("drive", str(tmp_path / "training" / "checkpoints" / road_id), "--world",
+               "carracing")  # fmt: skip
+    assert road.code == 2 and "drive {turn, throttle}" in road.last()["message"]

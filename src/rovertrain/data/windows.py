@@ -11,7 +11,8 @@ Who sent a command (`Command.by`): every command is part of the state (it was se
 a person's are targets. A window whose rover a policy was driving (the last command before the
 window's end was the policy's) and where no person's command lands is `autonomous`: nobody
 decided anything there that training could imitate, so it is not a usable window. A person's
-command right after a policy's is a take-over.
+command right after a policy's is a take-over. Who drives is read from the stop- and
+movement-role commands only.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Labels:
 
 
 def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.ndarray, int]:
-    """(autonomous [N], take-overs): see the module docstring. `commands` sorted by time."""
+    """(autonomous [N], take-overs) from the stop- and movement-role `commands`, sorted by
+    time: see the module docstring."""
     times = np.asarray([command.t for command in commands], dtype=np.float64)
     by_policy = np.asarray([command.by == POLICY for command in commands], dtype=bool)
     if not by_policy.any():
@@ -81,7 +83,10 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             other_times.append(command.t)
         else:
             by_slot.setdefault(slot, []).append(command)
-    autonomous, take_overs = control_figures(ticks, sorted(commands, key=lambda c: c.t))
+    roles = {slot["type"]: slot["role"] for slot in schema}
+    # Who drives: the stop- and movement-role commands (a person's horn is no take-over).
+    driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
+    autonomous, take_overs = control_figures(ticks, sorted(driving, key=lambda c: c.t))
     if count == 0:
         return Labels(
             states=states.reshape(0, -1),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rovertrain.contracts.command_schema import Slot
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
@@ -112,6 +113,30 @@ class RaceVideo:
         return {"rollout": str(self.writer.path)} if self.writer is not None else {}
 
 
+def check_carracing(schema: Sequence[Slot], seconds: float) -> None:
+    """A policy that can drive the car (a movement-role `drive` with `turn` and `throttle`, as
+    `synth --world carracing` records), for longer than the hand-over."""
+    from rovertrain.sim.carracing_drive import HAND_OVER_MS
+
+    drive = next((slot for slot in schema if slot["type"] == "drive"), None)
+    if (
+        drive is None
+        or drive["role"] != "movement"
+        or not {"turn", "throttle"} <= set(drive["values"])
+    ):
+        raise RovertrainError(
+            ErrorCode.USAGE,
+            "--world carracing drives the car with drive {turn, throttle}; this policy's "
+            f"schema has {[(slot['type'], list(slot['values'])) for slot in schema]}.",
+        )
+    if seconds * 1000 <= HAND_OVER_MS:
+        raise RovertrainError(
+            ErrorCode.USAGE,
+            f"--seconds {seconds:g}: on carracing the scripted driver has the car for the first "
+            f"{HAND_OVER_MS / 1000:g} s; give more.",
+        )
+
+
 def rollout_line(metrics: RolloutMetrics) -> str:
     """One rollout in words (stderr)."""
     stop = metrics.stop_rate
@@ -172,6 +197,8 @@ def drive_policy(
 
         require_sim_packages()
     loaded = load_policy(checkpoint)
+    if world == CARRACING:
+        check_carracing(loaded.policy.schema, seconds)
     controllers = ("policy", *BASELINES) if baselines else ("policy",)
     media = DriveMedia(Path(out).resolve() if out is not None else None, world, seeds[0])
     race_video = RaceVideo(media.directory, seeds[0])
@@ -183,18 +210,28 @@ def drive_policy(
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(rollout_line(metrics))
 
+    simulated = seconds * len(seeds) * len(controllers)
     if world == CARRACING:
-        from rovertrain.sim.carracing_drive import carracing_report
+        from rovertrain.sim.carracing_drive import RaceTrace, carracing_report
 
-        report = carracing_report(
-            lambda: loaded.policy,
-            seeds,
-            seconds,
-            controllers=controllers,
-            on_rollout=lambda metrics, _trace: on_rollout(metrics),
-            video=race_video.for_seed,
-        )
-        race_video.close()
+        driven: list[float] = []
+
+        def on_race(metrics: RolloutMetrics, trace: RaceTrace) -> None:
+            driven.append(trace.driven_seconds)  # an episode may end before `seconds`
+            on_rollout(metrics)
+
+        try:
+            report = carracing_report(
+                lambda: loaded.policy,
+                seeds,
+                seconds,
+                controllers=controllers,
+                on_rollout=on_race,
+                video=race_video.for_seed,
+            )
+        finally:
+            race_video.close()
+        simulated = sum(driven)
     else:
         report = closed_loop_report(
             lambda: loaded.policy,
@@ -209,7 +246,6 @@ def drive_policy(
     # 3. The pictures, then the `drove` summary.
     files = media.files() if world != CARRACING else race_video.files()
     elapsed = time.monotonic() - started
-    simulated = seconds * len(seeds) * len(controllers)
     stream.emit(
         "drove",
         model=loaded.model_fields(),

@@ -88,15 +88,16 @@ def load_policy(path_text: str) -> LoadedPolicy:
             ) from None
         return LoadedPolicy(policy, "onnxruntime", policy.spec.model.to_json())
     import torch
-    from safetensors.torch import load as load_safetensors
 
-    from rovertrain.deploy.export import decision_rules, load_checkpoint, runtime_specification
-    from rovertrain.learn.policy import Policy
+    from rovertrain.deploy.export import (
+        decision_rules,
+        load_checkpoint,
+        restore_policy,
+        runtime_specification,
+    )
 
     meta, weights = load_checkpoint(path)
-    model = Policy()
-    model.load_state_dict(load_safetensors(weights), strict=True)
-    model.eval()
+    model = restore_policy(path, meta, weights)  # refuses another policy version
     torch.set_num_threads(1)
     spec = runtime_specification(meta, *decision_rules(meta))
     return LoadedPolicy(RoverPolicy(TorchSession(model), spec), "torch", spec.model.to_json())
@@ -240,8 +241,13 @@ class SessionReplay:
         decision = decide(policy, item, frame)
         row = self.human.row(item.tick)
         sent = self.human.gather(np.asarray([row]))
-        # The windows training would use: a fresh frame and no unsupported command.
-        usable = bool(item.tick - item.frame_time <= STALE_FRAME_MS and not sent.unsupported[0])
+        # The windows training would use: a fresh frame, no unsupported command, and a
+        # person's decision (not a window a policy drove uncorrected).
+        usable = bool(
+            item.tick - item.frame_time <= STALE_FRAME_MS
+            and not sent.unsupported[0]
+            and not sent.autonomous[0]
+        )
         if self.sighted is not None:
             seen = decide(self.sighted, item, item.rgb)
             sighted = np.zeros(SLOTS)

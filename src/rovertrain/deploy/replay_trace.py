@@ -23,6 +23,7 @@ class HumanWindows:
     values: np.ndarray  # float32 [N, SLOTS, VALUES]
     available: np.ndarray  # bool [N, SLOTS, VALUES]
     unsupported: np.ndarray  # bool [N]: an unsupported command lands in the window
+    autonomous: np.ndarray  # bool [N]: a policy drove and no person's command landed
 
 
 class HumanLabels:
@@ -48,13 +49,15 @@ class HumanLabels:
         values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
         available = np.zeros((count, SLOTS, VALUES), dtype=bool)
         unsupported = np.zeros(count, dtype=bool)
+        autonomous = np.zeros(count, dtype=bool)
         inside = rows >= 0
         picked = rows[inside]
         fires[inside] = self.labels.fires[picked].astype(bool)
         values[inside] = self.labels.values[picked]
         available[inside] = self.labels.available[picked].astype(bool)
         unsupported[inside] = self.labels.unsupported[picked]
-        return HumanWindows(fires, values, available, unsupported)
+        autonomous[inside] = self.labels.autonomous[picked]
+        return HumanWindows(fires, values, available, unsupported, autonomous)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rovertrain.gate import (
     HeldOutSupport,
     gate_reasons,
     gate_status,
+    stop_conditions_apply,
     unevaluated_status,
 )
 from rovertrain.job.config import Job
@@ -86,6 +87,7 @@ class GateEvaluation:
             "method": METHOD,
             "threshold": self.threshold,
             "heldOutSessions": self.support.sessions,
+            "stopConditionsApplied": stop_conditions_apply(self.metrics, self.support),
             "gateReasons": list(self.reasons),
             **self.camera_json(),
         }

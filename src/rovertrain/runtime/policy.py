@@ -239,18 +239,27 @@ class RoverPolicy:
             self.pending_execution.append((float(t_ms), executed if role == "movement" else None))
         return known
 
+    def previous_is_one_tick_before(self, t_ms: float) -> bool:
+        """The last picture was given one tick before `t_ms`: between half a tick and a tick
+        and a half earlier (a rover's clock is never exactly 100 ms apart)."""
+        if self.previous is None:
+            return False
+        gap = t_ms - self.previous[0]
+        return 0.5 * self.tick_ms < gap <= 1.5 * self.tick_ms
+
     def inputs(self, frame: np.ndarray, t_ms: float) -> tuple[np.ndarray, np.ndarray]:
         """(uint8 1×C×H×W image, float32 1×S state) for this tick; advances the tracker.
 
         With a frame history of 2 the channels are this tick's picture, then the previous
-        tick's: the one `tick` saw exactly one tick earlier, else this one again (the first
-        tick, or after a missed tick: as at the start of a recording, no motion is shown)."""
+        tick's: the one `tick` saw one tick earlier (`previous_is_one_tick_before`), else this
+        one again (the first tick, or after a missed tick: as at the start of a recording, no
+        motion is shown)."""
         state = self.tracker.state_at(t_ms)[None]
         picture = prepare_frame(frame, self.rotation)
         stacked = picture
         if self.frame_history > 1:
             earlier = picture
-            if self.previous is not None and self.previous[0] == t_ms - self.tick_ms:
+            if self.previous is not None and self.previous_is_one_tick_before(t_ms):
                 earlier = self.previous[1]
             self.previous = (float(t_ms), picture)
             stacked = np.concatenate([picture, earlier], axis=2)

@@ -199,6 +199,11 @@ class RaceTrace:
     track_tiles: int = 0
     ended: str = "time"
 
+    @property
+    def driven_seconds(self) -> float:
+        """Simulated time until the rollout ended."""
+        return len(self.speeds) * STEP_MS / 1000.0
+
 
 def race(
     env: gymnasium.Env[np.ndarray, np.ndarray],
@@ -244,7 +249,7 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
     counts: dict[str, int] = {}
     for command in trace.commands:
         counts[command.type] = counts.get(command.type, 0) + 1
-    driven = len(speeds) * STEP_MS / 1000.0
+    driven = trace.driven_seconds
     return RolloutMetrics(
         controller=trace.controller,
         seed=seed,
