@@ -225,3 +225,33 @@ def test_the_image_input_stacks_the_previous_ticks_frame_when_it_was_one_tick_ag
     with pytest.raises(Exception, match="stacks 3 frames"):
         RoverPolicy(session, RuntimeSpec.from_json({**spec.to_json(), "input": {
             "tickMs": 100, "state": {"size": 136}, "image": {**image, "frameHistory": 3}}}))  # fmt: skip
+
+
+def test_supervised_driving_a_persons_command_takes_the_rover_back() -> None:
+    from rovertrain.runtime.policy import RoverPolicy
+
+    schema = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
+    spec = RuntimeSpec.from_json(
+        {
+            "schema": schema,
+            "threshold": 0.5,
+            "input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96, "height": 72}},
+            "slots": 8,
+            "valuesPerSlot": 4,
+        }
+    )
+    policy = RoverPolicy(RecordingSession(), spec)
+    assert not policy.engaged and policy.take_overs == 0
+    policy.observe_command(0.0, "drive", {"speed": 0.5, "turn": 0.0})  # the person drives
+    assert not policy.engaged and policy.take_overs == 0
+    policy.engage()
+    policy.observe_command(100.0, "drive", {"speed": 0.6, "turn": 0.1}, by="policy")
+    policy.observe_command(150.0, "horn", by="human")  # not a take-over: it drives nothing
+    assert policy.engaged
+    policy.observe_command(200.0, "stop", by="human")  # the person stops the rover
+    assert not policy.engaged and policy.take_overs == 1
+    with pytest.raises(ValueError, match="by must be one of"):
+        policy.observe_command(300.0, "drive", {"speed": 0.1}, by="robot")
+    policy.engage()
+    policy.reset()
+    assert not policy.engaged and policy.take_overs == 0

@@ -20,6 +20,11 @@ DEFAULT_ROLES = {"stop": "stop", "drive": "movement"}
 
 Role = Literal["stop", "movement", "other"]
 
+HUMAN, POLICY = "human", "policy"
+SENDERS = (HUMAN, POLICY)
+"""Who sent a command (`by` on a command-log line; absent: a person). A policy's commands are
+part of the state it sees, never what training imitates (docs/recording-format.md)."""
+
 
 class Slot(TypedDict):
     """One command type the policy acts on (a JSON object in model.json and the resume file)."""

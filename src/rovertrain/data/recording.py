@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NotRequired, TypedDict, TypeGuard
 
-from rovertrain.contracts.command_schema import ROLES
+from rovertrain.contracts.command_schema import HUMAN, ROLES, SENDERS
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.identifiers import IDENTIFIER, valid_identifier
 from rovertrain.contracts.strict_json import MAX_JSON_DEPTH, BadJson, parse_json, show
@@ -72,12 +72,6 @@ class RecordingLimits:
 
 
 DEFAULT_LIMITS = RecordingLimits()
-
-
-HUMAN, POLICY = "human", "policy"
-SENDERS = (HUMAN, POLICY)
-"""Who sent a command (`by` on a command-log line; absent: a person). A policy's commands are
-part of the state it sees, never what training imitates (docs/recording-format.md)."""
 
 
 @dataclass(frozen=True, slots=True)

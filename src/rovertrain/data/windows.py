@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, is_stop
+from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Schema, is_stop
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
-from rovertrain.data.recording import POLICY, Command
+from rovertrain.data.recording import Command
 from rovertrain.runtime.state import encode_states, last_before, value_row
 
 CATEGORY_NONE, CATEGORY_COMMAND, CATEGORY_STOP = 0, 1, 2

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.command_schema import HUMAN, SENDERS, SLOTS
 from rovertrain.contracts.observation import (
     FRAME_HISTORY,
     OBS_HEIGHT,
@@ -182,6 +182,10 @@ class RoverPolicy:
         self.steering_deadband = spec.steering_deadband
         # The previous tick's model picture (HWC) and its tick time, for the frame history.
         self.previous: tuple[float, np.ndarray] | None = None
+        # Supervised driving (`engage`): whether the policy drives now, and how often a
+        # person took the rover back since `load` or `reset`.
+        self.engaged = False
+        self.take_overs = 0
         # What the rover executes as of the latest tick (the last stop- or movement-role
         # command before it; None: stopped or nothing sent), and what was sent since.
         self.executing: tuple[str, dict[str, float]] | None = None
@@ -221,19 +225,39 @@ class RoverPolicy:
         self.executing = None
         self.pending_execution = []
         self.previous = None
+        self.engaged = False
+        self.take_overs = 0
+
+    def engage(self) -> None:
+        """Supervised driving: the operator hands the rover to the policy. It stays engaged
+        until a person's stop- or movement-role command (`observe_command(..., by="human")`)
+        takes over; the loop sends the policy's decisions only while `engaged` and records
+        them `by: policy` (docs/recording-format.md)."""
+        self.engaged = True
 
     def observe_command(
-        self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
+        self,
+        t_ms: float,
+        command_type: str,
+        values: Mapping[str, float] | None = None,
+        by: str = HUMAN,
     ) -> bool:
-        """Record a command that was sent (by anyone); False when its type is unknown."""
+        """Record a command that was sent, by a person (`by` "human", the default) or by this
+        policy ("policy"); False when its type is unknown. A person's stop- or movement-role
+        command while the policy is engaged is a take-over: it disengages the policy."""
         if not isinstance(command_type, str):
             raise TypeError(f"command type must be a string, got {type(command_type).__name__}")
+        if by not in SENDERS:
+            raise ValueError(f"by must be one of {', '.join(SENDERS)}, got {by!r}")
         values = values or {}
         for name, value in values.items():
             if not isinstance(value, int | float) or not math.isfinite(value):
                 raise ValueError(f"command value {name}={value!r} is not a finite number")
         known = self.tracker.observe(t_ms, command_type, values)
         role = self.roles.get(command_type)
+        if by == HUMAN and self.engaged and role in ("movement", "stop"):
+            self.engaged = False
+            self.take_overs += 1
         if known and role in ("movement", "stop"):
             executed = (command_type, {name: float(v) for name, v in values.items()})
             self.pending_execution.append((float(t_ms), executed if role == "movement" else None))
