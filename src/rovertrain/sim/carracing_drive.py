@@ -34,6 +34,7 @@ from rovertrain.sim.rollout import (
     BASELINES,
     ClosedLoopReport,
     RolloutMetrics,
+    command_counts,
     lane_figures,
     report_of,
 )
@@ -246,9 +247,7 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
     offsets = np.asarray(trace.offsets, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(offsets, STEP_MS)
     speeds = np.asarray(trace.speeds, dtype=np.float64)
-    counts: dict[str, int] = {}
-    for command in trace.commands:
-        counts[command.type] = counts.get(command.type, 0) + 1
+    counts = command_counts(trace.commands)
     driven = trace.driven_seconds
     return RolloutMetrics(
         controller=trace.controller,

@@ -215,13 +215,19 @@ def obstacle_figures(obstacles: Sequence[Obstacle]) -> tuple[int, int, int, int]
     return met, stopped, collided, passed
 
 
+def command_counts(commands: Sequence[SentCommand]) -> dict[str, int]:
+    """How many commands of each type were sent, in the order the types first appear."""
+    counts: dict[str, int] = {}
+    for command in commands:
+        counts[command.type] = counts.get(command.type, 0) + 1
+    return counts
+
+
 def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
-    counts: dict[str, int] = {}
-    for command in trace.commands:
-        counts[command.type] = counts.get(command.type, 0) + 1
+    counts = command_counts(trace.commands)
     return RolloutMetrics(
         controller=trace.controller,
         seed=seed,
