@@ -36,7 +36,6 @@ def make_pool(count: int) -> WindowSet:
         rng.uniform(-1, 1, (count, SLOTS, VALUES)).astype(np.float32),
         available,
         rng.integers(0, 3, count).astype(np.int8),
-        previous=rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, 3), dtype=np.uint8),
     )
 
 
@@ -66,8 +65,7 @@ def bare_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
     """A bare configuration: pre-built tensors, channels_last, bf16 autocast or fp32."""
     model = Policy().to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    stacked = np.concatenate([pool.frames[:BATCH], pool.previous_frames()[:BATCH]], axis=3)
-    images = torch.from_numpy(stacked).permute(0, 3, 1, 2).float() / 255
+    images = torch.from_numpy(pool.frames[:BATCH]).permute(0, 3, 1, 2).float() / 255
     images = images.contiguous(memory_format=torch.channels_last)
     states = torch.from_numpy(pool.states[:BATCH])
     fires = torch.from_numpy(pool.fires[:BATCH].astype(np.float32))

@@ -128,23 +128,3 @@ def test_type_change_event_weight_scales_the_restarts_in_the_event_loss() -> Non
     assert chosen.type_change_event_weight == 1.0 and chosen.resend_value_weight == 0.0
     selected, _ = losses(logits, no_values, batch, chosen)
     assert float(selected) == pytest.approx(float(plain))
-
-
-def test_a_window_carries_its_previous_ticks_frame_into_the_batch() -> None:
-    from rovertrain.data.dataset import WindowSetBuilder
-    from rovertrain.data.windows import label_windows
-
-    ticks = np.arange(6, dtype=np.int64) * 100
-    frames = np.stack(
-        [np.full((OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), 10 * k, np.uint8) for k in range(6)]
-    )
-    builder = WindowSetBuilder(3)
-    builder.add(frames, label_windows(ticks, [], initial_schema()), [0, 3, 4])
-    windows = builder.build()
-    images = batch_tensors(windows, slice(None)).images
-    assert images.shape == (3, 2 * OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH)
-    # This tick's frame, then the previous tick's (the first window's is its own).
-    assert images[:, 0, 0, 0].tolist() == [0, 30, 40]
-    assert images[:, OBS_CHANNELS, 0, 0].tolist() == [0, 20, 30]
-    picked = windows.subset(np.array([2]))
-    assert picked.previous is not None and int(picked.previous[0, 0, 0, 0]) == 30

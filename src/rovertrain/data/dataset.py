@@ -46,10 +46,7 @@ from rovertrain.protocol.events import EventStream
 
 @dataclass
 class WindowSet:
-    """Windows stored compactly: uint8 frames and contiguous label arrays.
-
-    `previous`: each window's previous-tick frame (the model's frame history); None where
-    every window's previous frame is its own (no motion shown: test fixtures, still scenes)."""
+    """Windows stored compactly: uint8 frames and contiguous label arrays."""
 
     frames: np.ndarray
     states: np.ndarray
@@ -57,18 +54,15 @@ class WindowSet:
     values: np.ndarray
     available: np.ndarray
     category: np.ndarray
-    previous: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.category)
 
     def nbytes(self) -> int:
-        arrays = (self.frames, self.states, self.fires, self.values, self.available)
-        extra = self.previous.nbytes if self.previous is not None else 0
-        return sum(array.nbytes for array in arrays) + extra
-
-    def previous_frames(self) -> np.ndarray:
-        return self.frames if self.previous is None else self.previous
+        return sum(
+            array.nbytes
+            for array in (self.frames, self.states, self.fires, self.values, self.available)
+        )
 
     def subset(self, indices: np.ndarray | slice) -> WindowSet:
         return WindowSet(
@@ -78,7 +72,6 @@ class WindowSet:
             values=self.values[indices],
             available=self.available[indices],
             category=self.category[indices],
-            previous=None if self.previous is None else self.previous[indices],
         )
 
 
@@ -86,7 +79,6 @@ class WindowSetBuilder:
     def __init__(self, capacity: int):
         self.count = 0
         self.frames = np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8)
-        self.previous = np.empty_like(self.frames)
         self.states = np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32)
         self.fires = np.empty((capacity, SLOTS), dtype=np.uint8)
         self.values = np.empty((capacity, SLOTS, VALUES), dtype=np.float32)
@@ -100,9 +92,6 @@ class WindowSetBuilder:
             raise ValueError("window set capacity exceeded")
         window = slice(self.count, end)
         self.frames[window] = frames[chosen]
-        # A session's windows are consecutive ticks: the previous tick's frame is the row
-        # before (the first window's is its own, as the runtime's first tick).
-        self.previous[window] = frames[np.maximum(chosen - 1, 0)]
         self.states[window] = labels.states[chosen]
         self.fires[window] = labels.fires[chosen]
         self.values[window] = labels.values[chosen]
@@ -118,7 +107,6 @@ class WindowSetBuilder:
             values=self.values,
             available=self.available,
             category=self.category,
-            previous=self.previous,
         ).subset(slice(0, self.count))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES
-from rovertrain.contracts.observation import OBS_CHANNELS, STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 from rovertrain.data.dataset import WindowSet
 from rovertrain.learn.metrics import command_changes, motion_type_changes
 from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, last_values_of, recency_of
@@ -50,10 +50,8 @@ def batch_tensors(
     windows: WindowSet, indices: np.ndarray | slice, motion: np.ndarray | None = None
 ) -> Batch:
     """`motion`: bool [SLOTS], the stop- and movement-role slots (`type_changes`); None: all."""
-    # The frame history along the channels (this tick's, then the previous tick's), NHWC
-    # uint8 permuted to an NCHW view: that is exactly the channels_last layout.
-    stacked = np.concatenate([windows.frames[indices], windows.previous_frames()[indices]], axis=3)
-    images = torch.from_numpy(stacked).permute(0, 3, 1, 2)
+    # NHWC uint8 permuted to an NCHW view: that is exactly the channels_last layout.
+    images = torch.from_numpy(np.ascontiguousarray(windows.frames[indices])).permute(0, 3, 1, 2)
     states = np.ascontiguousarray(windows.states[indices])
     fires = windows.fires[indices].astype(bool)
     values = np.ascontiguousarray(windows.values[indices])
@@ -99,10 +97,8 @@ def augment(
     mean = floats.mean(dim=(1, 2, 3), keepdim=True)
     result = (floats - mean) * contrast + mean + brightness
     if colour > 0:
-        # One gain per colour, the same for every frame of the history (one camera).
-        gains = 1.0 + (torch.rand(count, OBS_CHANNELS, 1, 1, generator=generator) - 0.5) * colour
-        frames = images.shape[1] // OBS_CHANNELS
-        result = result * gains[share].repeat(1, frames, 1, 1).to(images.device)
+        gains = 1.0 + (torch.rand(count, images.shape[1], 1, 1, generator=generator) - 0.5) * colour
+        result = result * gains[share].to(images.device)
     if shift > 0:
         offsets = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share] - shift
         result = shift_rows(result, offsets.to(images.device).view(-1))

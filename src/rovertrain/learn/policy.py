@@ -13,8 +13,6 @@ from torch import nn
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
 from rovertrain.contracts.observation import (
-    FRAME_HISTORY,
-    MODEL_CHANNELS,
     OBS_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
@@ -24,9 +22,8 @@ from rovertrain.contracts.observation import (
     STATE_SHORT_MS,
 )
 
-VERSION = 2
-"""Bumped whenever inputs, outputs or architecture change; old resume files become invalid.
-2: the image input stacks the previous tick's frame (`FRAME_HISTORY`)."""
+VERSION = 1
+"""Bumped whenever inputs, outputs or architecture change; old resume files become invalid."""
 
 PIXEL_MEAN = 0.5
 PIXEL_STD = 0.25
@@ -36,7 +33,7 @@ class Policy(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.vision = nn.Sequential(
-            nn.Conv2d(MODEL_CHANNELS, 24, 5, stride=2, padding=2),
+            nn.Conv2d(OBS_CHANNELS, 24, 5, stride=2, padding=2),
             nn.ReLU(inplace=True),
             nn.Conv2d(24, 32, 3, stride=2, padding=1),
             nn.ReLU(inplace=True),
@@ -94,9 +91,7 @@ def specification(schema: Schema) -> dict[str, Any]:
                 "colour": "rgb24",
                 "layout": "NCHW",
                 "dtype": "uint8",
-                "frameHistory": FRAME_HISTORY,
-                "frameOrder": "channels 0-2 this tick's frame, 3-5 the previous tick's "
-                "(the same frame when there is none)",
+                "frameHistory": 1,
                 "normalisation": {"scale": 1 / 255, "mean": PIXEL_MEAN, "std": PIXEL_STD},
                 "resize": "full frame, aspect not preserved, after display rotation",
             },
