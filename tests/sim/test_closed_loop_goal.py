@@ -59,3 +59,56 @@ def test_the_default_job_trains_a_policy_that_drives(
     # ... and far better than repeating the last command.
     assert summary["margins"]["copycat"]["inLaneFraction"] >= 0.3, figures
     assert summary["margins"]["copycat"]["stopRate"] >= 0.5, figures
+
+
+CARRACING_TRACKS = ("--seeds", "10")  # fresh tracks: `drive` never uses a recorded one
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.xfail(
+    reason="issue 26 is open: data seed 0 reaches 0.43 of the driver's reward (one picture "
+    "cannot show speed: the car stalls on 2 of 5 tracks; docs/learning.md, 'Speed from the "
+    "camera'); a cell that reaches 0.8 shows as XPASS",
+    strict=False,
+)
+@pytest.mark.parametrize("seed", range(5))
+def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> None:
+    """Issue 26's goal on a world nobody here wrote: 36 tracks of CarRacing-v3 (a lap each,
+    about 14 minutes), the default job, then 30 s on each of 10 fresh tracks: the policy's
+    mean reward at least 0.8 of the scripted driver's, far above the copycat and the blind
+    policy."""
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("Box2D")
+    root = tmp_path / "root"
+    made = cli("synth", "--out", str(root), "--world", "carracing", "--sessions", "36",
+               "--minutes", "0.75", "--seed", str(seed))  # fmt: skip
+    assert made.code == 0, made.stderr
+    sessions = made.last()["sessions"]
+    assert sum(s["frames"] for s in sessions) / 50 / 60 <= 15  # at most 15 minutes recorded
+    trained = cli("run", "--job", str(root / "job.json"), "--no-progress", timeout=3000)
+    assert trained.code == 0, trained.stderr
+    complete = trained.last()
+    assert complete["kind"] == "complete" and complete.get("published"), complete
+    evaluation = complete["evaluation"]
+    checkpoint = root / "training" / "checkpoints" / complete["published"]["id"]
+    drove = cli("drive", str(checkpoint), "--world", "carracing", *CARRACING_TRACKS)
+    assert drove.code == 0, drove.stderr
+    summary = drove.last()
+    race = {name: figures["race"] for name, figures in summary["controllers"].items()}
+    figures = (
+        f"carracing data seed {seed}: {complete['steps']} steps, gate {evaluation['status']} "
+        f"{evaluation['gateReasons']}, F1 {evaluation['f1']:.3f} blind "
+        f"{evaluation['blind']['f1']:.3f}; reward {race}; margins {summary['margins']}; "
+        "per track (controller, seed, reward, tiles, in lane): "
+        + ", ".join(
+            f"({r['controller']}, {r['seed']}, {r['race']['reward']}, "
+            f"{r['race']['tileFraction']}, {r['inLaneFraction']})"
+            for r in drove.of("rollout")
+        )
+    )
+    print(figures)
+    assert evaluation["status"] == "passed imitation gate", figures
+    assert race["policy"]["reward"] >= 0.8 * race["human"]["reward"], figures
+    for baseline in ("copycat", "blind"):
+        assert race["policy"]["reward"] >= race[baseline]["reward"] + 300, figures
