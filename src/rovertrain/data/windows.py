@@ -64,6 +64,44 @@ def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.
     return driven & ~lands, take_overs
 
 
+def who_drives(
+    ticks: np.ndarray, commands: Sequence[Command], schema: Schema
+) -> tuple[np.ndarray, int]:
+    """`control_figures` over the stop- and movement-role commands (a person's horn is no
+    take-over)."""
+    roles = {slot["type"]: slot["role"] for slot in schema}
+    driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
+    return control_figures(ticks, sorted(driving, key=lambda c: c.t))
+
+
+def command_table(
+    commands: Sequence[Command], names: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One slot's commands as (times [N], values [N, VALUES], present [N, VALUES])."""
+    times = np.asarray([command.t for command in commands], dtype=np.float64)
+    table = np.zeros((len(commands), VALUES), dtype=np.float32)
+    present = np.zeros((len(commands), VALUES), dtype=np.uint8)
+    for row, command in enumerate(commands):
+        table[row] = value_row(names, command.values)
+        for column, name in enumerate(names):
+            if name in command.values:
+                present[row, column] = 1
+    return times, table, present
+
+
+def unsupported_windows(times: Sequence[float], ticks: np.ndarray) -> tuple[np.ndarray, int]:
+    """(windows an unsupported command lands in [N], how many such commands land in the
+    span); `ticks` float, not empty."""
+    unsupported = np.zeros(len(ticks), dtype=bool)
+    if not times:
+        return unsupported, 0
+    sorted_times = np.sort(np.asarray(times))
+    in_span = (sorted_times >= ticks[0]) & (sorted_times < ticks[-1] + TICK_MS)
+    landing = ((sorted_times[in_span] - ticks[0]) // TICK_MS).astype(np.int64)
+    unsupported[np.clip(landing, 0, len(ticks) - 1)] = True
+    return unsupported, int(in_span.sum())
+
+
 def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema) -> Labels:
     count = len(ticks)
     ticks_f = ticks.astype(np.float64)
@@ -71,10 +109,8 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
     fires = np.zeros((count, SLOTS), dtype=np.uint8)
     values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
     available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
-    unsupported = np.zeros(count, dtype=bool)
     event_counts = [0] * SLOTS
     index = {slot["type"]: position for position, slot in enumerate(schema)}
-    unsupported_events = 0
     by_slot: dict[int, list[Command]] = {}
     other_times: list[float] = []
     for command in commands:
@@ -83,10 +119,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             other_times.append(command.t)
         else:
             by_slot.setdefault(slot, []).append(command)
-    roles = {slot["type"]: slot["role"] for slot in schema}
-    # Who drives: the stop- and movement-role commands (a person's horn is no take-over).
-    driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
-    autonomous, take_overs = control_figures(ticks, sorted(driving, key=lambda c: c.t))
+    autonomous, take_overs = who_drives(ticks, commands, schema)
     if count == 0:
         return Labels(
             states=states.reshape(0, -1),
@@ -94,31 +127,18 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             values=values,
             available=available,
             category=np.zeros(0, dtype=np.int8),
-            unsupported=unsupported,
+            unsupported=np.zeros(0, dtype=bool),
             command_event_counts=event_counts,
             unsupported_command_events=0,
             autonomous=autonomous,
             take_overs=take_overs,
         )
     span_end = ticks_f[-1] + TICK_MS
-    if other_times:
-        times = np.sort(np.asarray(other_times))
-        in_span = (times >= ticks_f[0]) & (times < span_end)
-        unsupported_events = int(in_span.sum())
-        landing = ((times[in_span] - ticks_f[0]) // TICK_MS).astype(np.int64)
-        unsupported[np.clip(landing, 0, count - 1)] = True
+    unsupported, unsupported_events = unsupported_windows(other_times, ticks_f)
     elapsed = np.full((count, SLOTS), np.inf)  # never sent until a command is seen
     last_values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
     for slot, slot_commands in by_slot.items():
-        names = schema[slot]["values"]
-        times = np.asarray([command.t for command in slot_commands], dtype=np.float64)
-        table = np.zeros((len(slot_commands), VALUES), dtype=np.float32)
-        present = np.zeros((len(slot_commands), VALUES), dtype=np.uint8)
-        for row, command in enumerate(slot_commands):
-            table[row] = value_row(names, command.values)
-            for column, name in enumerate(names):
-                if name in command.values:
-                    present[row, column] = 1
+        times, table, present = command_table(slot_commands, schema[slot]["values"])
         # State: last command strictly before the tick (encoded below, as on the rover),
         # whoever sent it.
         previous = last_before(times, ticks_f)

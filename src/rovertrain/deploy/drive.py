@@ -21,6 +21,7 @@ from rovertrain.contracts.command_schema import Slot
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
+from rovertrain.sim.drivers import TickPolicy
 from rovertrain.sim.race import RaceFigures
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -174,6 +175,38 @@ def margins_line(report: ClosedLoopReport) -> str:
     return line
 
 
+def race_report(
+    policy: TickPolicy,
+    seeds: Sequence[int],
+    seconds: float,
+    controllers: Sequence[str],
+    on_rollout: Callable[[RolloutMetrics], None],
+    video: RaceVideo,
+) -> tuple[ClosedLoopReport, float]:
+    """CarRacing's rollouts (`sim.carracing_drive`) and the simulated seconds actually driven
+    (an episode may end before `seconds`: a lap, or the car off the playfield)."""
+    from rovertrain.sim.carracing_drive import RaceTrace, carracing_report
+
+    driven: list[float] = []
+
+    def on_race(metrics: RolloutMetrics, trace: RaceTrace) -> None:
+        driven.append(trace.driven_seconds)
+        on_rollout(metrics)
+
+    try:
+        report = carracing_report(
+            lambda: policy,
+            seeds,
+            seconds,
+            controllers=controllers,
+            on_rollout=on_race,
+            video=video.for_seed,
+        )
+    finally:
+        video.close()
+    return report, sum(driven)
+
+
 def drive_policy(
     checkpoint: str,
     world: str,
@@ -212,26 +245,9 @@ def drive_policy(
 
     simulated = seconds * len(seeds) * len(controllers)
     if world == CARRACING:
-        from rovertrain.sim.carracing_drive import RaceTrace, carracing_report
-
-        driven: list[float] = []
-
-        def on_race(metrics: RolloutMetrics, trace: RaceTrace) -> None:
-            driven.append(trace.driven_seconds)  # an episode may end before `seconds`
-            on_rollout(metrics)
-
-        try:
-            report = carracing_report(
-                lambda: loaded.policy,
-                seeds,
-                seconds,
-                controllers=controllers,
-                on_rollout=on_race,
-                video=race_video.for_seed,
-            )
-        finally:
-            race_video.close()
-        simulated = sum(driven)
+        report, simulated = race_report(
+            loaded.policy, seeds, seconds, controllers, on_rollout, race_video
+        )
     else:
         report = closed_loop_report(
             lambda: loaded.policy,
