@@ -53,12 +53,13 @@ def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.
     by_policy = np.asarray([command.by == POLICY for command in commands], dtype=bool)
     if not by_policy.any():
         return np.zeros(len(ticks), dtype=bool), 0
-    ends = ticks.astype(np.float64) + TICK_MS
+    starts = ticks.astype(np.float64)
+    ends = starts + TICK_MS
     last = np.searchsorted(times, ends, side="left") - 1
     driven = (last >= 0) & by_policy[np.maximum(last, 0)]
     human_times = times[~by_policy]
     lands = np.searchsorted(human_times, ends, side="left") > np.searchsorted(
-        human_times, ticks.astype(np.float64), side="left"
+        human_times, starts, side="left"
     )
     take_overs = int((by_policy[:-1] & ~by_policy[1:]).sum())
     return driven & ~lands, take_overs

@@ -21,6 +21,9 @@ from rovertrain.contracts.command_schema import Slot
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
+from rovertrain.sim.carracing import WORLD as CARRACING
+from rovertrain.sim.carracing_drive import DEFAULT_SECONDS as CARRACING_SECONDS
+from rovertrain.sim.carracing_drive import HAND_OVER_MS
 from rovertrain.sim.drivers import TickPolicy
 from rovertrain.sim.race import RaceFigures
 from rovertrain.sim.rollout import (
@@ -33,13 +36,11 @@ from rovertrain.sim.rollout import (
 )
 from rovertrain.sim.worlds import WORLDS
 
-CARRACING = "carracing"
-
 
 def default_seconds(world: str) -> float:
     """A rollout's length unless --seconds says: 2 minutes; on CarRacing 30 s (a lap of the
     scripted driver takes 21-26 s, and a completed lap ends the episode)."""
-    return 30.0 if world == CARRACING else 120.0
+    return CARRACING_SECONDS if world == CARRACING else 120.0
 
 
 if TYPE_CHECKING:
@@ -117,8 +118,6 @@ class RaceVideo:
 def check_carracing(schema: Sequence[Slot], seconds: float) -> None:
     """A policy that can drive the car (a movement-role `drive` with `turn` and `throttle`, as
     `synth --world carracing` records), for longer than the hand-over."""
-    from rovertrain.sim.carracing_drive import HAND_OVER_MS
-
     drive = next((slot for slot in schema if slot["type"] == "drive"), None)
     if (
         drive is None
