@@ -84,8 +84,8 @@ class ScriptedPolicy:
         self.resets += 1
 
     def observe_command(
-        self, t_ms: float, command_type: str, values: Any = None
-    ) -> bool:  # fmt: skip
+        self, t_ms: float, command_type: str, values: Any = None, by: str = "human"
+    ) -> bool:
         self.observed.append((t_ms, command_type, values))
         return True
 

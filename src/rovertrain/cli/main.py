@@ -24,7 +24,7 @@ WORLD_NAMES = ("road", "warehouse")
 
 SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
 """What `synth` records: the simulator's worlds and Gymnasium's CarRacing-v3
-(rovertrain.sim.carracing, needs `rovertrain[sim]`; `drive` cannot drive it yet)."""
+(rovertrain.sim.carracing, needs `rovertrain[sim]`)."""
 
 if TYPE_CHECKING:
     from rovertrain.protocol.events import EventStream
@@ -465,6 +465,18 @@ def replay(
     show_default=True,
     help="Also drive the human model, the copycat and the blind policy on the same seeds.",
 )
+@click.option(
+    "--supervised",
+    is_flag=True,
+    help="Drive fresh (field) worlds while the human model watches and takes over outside "
+    "the safety envelope; reports take-overs (road, warehouse).",
+)
+@click.option(
+    "--record",
+    "record",
+    type=click.Path(),
+    help="With --supervised: write each rollout as a recording under this root.",
+)
 def drive(
     checkpoint: str,
     world: str,
@@ -473,17 +485,27 @@ def drive(
     seed_count: int | None,
     out: str | None,
     baselines: bool,
+    supervised: bool,
+    record: str | None,
 ) -> None:
     """Let the policy drive a simulated world, closed loop, next to its baselines
     (CHECKPOINT: an exported folder or a checkpoint folder)."""
     if seed_list and seed_count is not None:
         raise click.UsageError("give --seed or --seeds, not both")
+    if record is not None and not supervised:
+        raise click.UsageError("--record records supervised drives: add --supervised")
+    if supervised and out is not None:
+        raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
 
     def body(stream: EventStream) -> int:
         from rovertrain.deploy.drive import default_seconds, drive_policy
 
         length = seconds if seconds is not None else default_seconds(world)
+        if supervised:
+            from rovertrain.deploy.supervised_drive import drive_supervised
+
+            return drive_supervised(checkpoint, world, length, seeds, record, stream)
         return drive_policy(checkpoint, world, length, seeds, out, baselines, stream)
 
     _run_with_events(body)

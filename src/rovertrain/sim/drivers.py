@@ -23,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import Schema, Slot
+from rovertrain.contracts.command_schema import HUMAN, POLICY, Schema, Slot
 from rovertrain.data.recording import CommandLine
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.world import World
@@ -38,13 +38,20 @@ class SentCommand:
     t: float  # ms on the command clock, as recorded
     type: str
     values: dict[str, float] | None = None
+    by: str = HUMAN  # who sent it: a person or a policy (`by` in the command log)
 
     def record(self) -> CommandLine:
-        """The command log line (key order as the recording format's examples)."""
+        """The command log line (key order as the recording format's examples); `by` only for
+        a policy's command (a line without it is a person's)."""
         item: CommandLine = {"t": self.t, "type": self.type}
         if self.values is not None:
             item["values"] = self.values
+        if self.by != HUMAN:
+            item["by"] = self.by
         return item
+
+    def from_policy(self) -> SentCommand:
+        return SentCommand(self.t, self.type, self.values, POLICY)
 
 
 class Controller(Protocol):
@@ -96,20 +103,35 @@ class HumanDriver:
         self.idle_until = -math.inf
         self.warned: set[float] = set()
 
+    def watch(self, world: World) -> tuple[float, float, float, float | None]:
+        """What the eyes saw reaction_ms ago (x, heading, s, the obstacle's position); an
+        obstacle registers one tick after it appears. Called once per tick, also while a
+        policy drives and this person only watches (supervision)."""
+        pose = world.pose
+        self.history.append((pose.x, pose.heading, pose.s, self.obstacle_seen))
+        self.obstacle_seen = None if world.obstacle is None else world.obstacle.at
+        lag = min(len(self.history) - 1, int(self.reaction_ms / 10))
+        seen = self.history[-1 - lag]
+        if len(self.history) > 100:
+            del self.history[:50]
+        return seen
+
+    def take_over(self) -> None:
+        """Supervision: from the next `act` this person drives a rover a policy drove: the
+        first command goes out at once, and no idle pause comes while they correct it."""
+        self.moving = False
+        self.stopped_for_obstacle = False
+        self.idle_until = -math.inf
+        self.next_idle = math.inf
+
     def act(self, world: World, camera: Camera) -> list[SentCommand]:
-        t, pose, rng, style = world.t_ms, world.pose, self.rng, self.style
+        t, rng, style = world.t_ms, self.rng, self.style
         sent: list[SentCommand] = []
 
         def send(kind: str, values: dict[str, float] | None = None) -> None:
             sent.append(SentCommand(round(t + rng.uniform(0, 4), 1), kind, values))
 
-        # What the eyes saw reaction_ms ago (an obstacle registers one tick after it appears).
-        self.history.append((pose.x, pose.heading, pose.s, self.obstacle_seen))
-        self.obstacle_seen = None if world.obstacle is None else world.obstacle.at
-        lag = min(len(self.history) - 1, int(self.reaction_ms / 10))
-        seen_x, seen_heading, seen_s, seen_obstacle = self.history[-1 - lag]
-        if len(self.history) > 100:
-            del self.history[:50]
+        seen_x, seen_heading, seen_s, seen_obstacle = self.watch(world)
         blocked = seen_obstacle is not None and seen_obstacle - seen_s < style.stop_distance
         if t >= self.next_idle and self.moving and world.obstacle is None:
             self.idle_until = t + rng.uniform(*style.idle_for_ms)
@@ -189,7 +211,11 @@ class TickPolicy(Protocol):
     def reset(self) -> None: ...
 
     def observe_command(
-        self, t_ms: float, command_type: str, values: Mapping[str, float] | None = None
+        self,
+        t_ms: float,
+        command_type: str,
+        values: Mapping[str, float] | None = None,
+        by: str = HUMAN,
     ) -> bool: ...
 
     def tick(self, frame: np.ndarray, t_ms: float) -> TickDecision: ...

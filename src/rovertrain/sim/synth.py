@@ -108,7 +108,13 @@ class SessionFiles:
     offset_ms: float
     roles: Mapping[str, str]
 
-    def write(self, directory: Path, commands: Sequence[CommandLine]) -> None:
+    def write(
+        self,
+        directory: Path,
+        commands: Sequence[CommandLine],
+        driven_by: Mapping[str, str] | None = None,
+    ) -> None:
+        """`driven_by`: the model that drove under supervision (session.json `drivenBy`)."""
         with open(directory / "commands.ndjson", "w") as log:
             for item in commands:
                 log.write(json.dumps(item) + "\n")
@@ -122,6 +128,8 @@ class SessionFiles:
             "commands": {"file": "commands.ndjson"},
             "commandRoles": dict(self.roles),
         }
+        if driven_by is not None:
+            meta["drivenBy"] = dict(driven_by)
         (directory / "session.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

@@ -54,6 +54,10 @@ WAREHOUSE = WorldKind(
 WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE)}
 
 
+ROLLOUT, FIELD = "rollout", "field"
+"""The two families of world seeds: judged on, driven under supervision (`rollout_scenario`)."""
+
+
 @dataclass
 class Scenario:
     kind: WorldKind
@@ -61,12 +65,12 @@ class Scenario:
     human: HumanDriver
 
 
-def human_opening(name: str, seed: int) -> SentCommand:
+def human_opening(name: str, seed: int, namespace: str = ROLLOUT) -> SentCommand:
     """The operator's opening command on rollout seed `seed`: the first `drive` the scenario's
     human sends at the start (the turn the scene asks for), at t=0. A fixed straight opening
     put the rover off the road before the policy's first decision where a seed starts in a
     sharp bend, a state no recording starts in."""
-    scenario = rollout_scenario(name, seed)
+    scenario = rollout_scenario(name, seed, namespace)
     world = scenario.world
     world.begin_tick()
     for command in scenario.human.act(world, world.render):
@@ -127,17 +131,21 @@ def build(
     return Scenario(kind, world, human)
 
 
-def rollout_scenario(name: str, seed: int) -> Scenario:
+def rollout_scenario(name: str, seed: int, namespace: str = ROLLOUT) -> Scenario:
     """World seed `seed` of `name` for closed-loop rollouts: the same world for every
-    controller (its own generators for events, lighting and the human driver)."""
-    rng = random.Random(f"rollout:{name}:{seed}")
+    controller (its own generators for events, lighting and the human driver).
+
+    `namespace`: ROLLOUT for the worlds a policy is judged on, FIELD for the worlds it drives
+    under supervision (`drive --supervised`), so that what a supervised drive records never
+    shows the worlds the next model is judged on."""
+    rng = random.Random(f"{namespace}:{name}:{seed}")
     renderer_seed = rng.randrange(2**32)
     return build(
         name,
         rng,
         "gamepad",
         renderer_seed,
-        events_rng=random.Random(f"rollout:{name}:{seed}:events"),
-        light_rng=random.Random(f"rollout:{name}:{seed}:light"),
-        driver_rng=random.Random(f"rollout:{name}:{seed}:driver"),
+        events_rng=random.Random(f"{namespace}:{name}:{seed}:events"),
+        light_rng=random.Random(f"{namespace}:{name}:{seed}:light"),
+        driver_rng=random.Random(f"{namespace}:{name}:{seed}:driver"),
     )

@@ -1,0 +1,137 @@
+"""`drive --supervised [--record ROOT]`: the policy drives fresh worlds under the human
+model's supervision (`sim.supervised`); each rollout may be written as a recording.
+
+The worlds are the FIELD family of seeds (`worlds.rollout_scenario`), never the ones a policy
+is judged on. A recording is what a rover's recorder writes during a supervised drive:
+the camera (the pictures the policy was ticked with, every 100 ms, H.264), every command
+sent, the policy's marked `by: policy`, and in session.json the model that drove
+(`drivenBy`, informational). The next job trains on the person's commands only
+(docs/recording-format.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rovertrain.data.recording import CommandLine
+from rovertrain.sim.render import HEIGHT, WIDTH
+from rovertrain.sim.rollout import (
+    FRAME_MS,
+    FrameSink,
+    RolloutMetrics,
+    RolloutTrace,
+    rollout_metrics,
+    run_controller,
+)
+from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
+from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
+from rovertrain.store.layout import Layout
+
+RECORDED_FPS = 1000 // FRAME_MS
+FIELD_PROFILE = "gamepad"
+
+
+@dataclass(frozen=True)
+class FieldSession:
+    """Where one supervised rollout is recorded, and what the recording says of its drive."""
+
+    root: Path
+    session_id: str
+    rover: str
+    model: str
+
+    @property
+    def directory(self) -> Path:
+        return Layout(self.root).recording_dir(self.session_id)
+
+
+def field_session_id(world: str, model: str, seed: int) -> str:
+    """`PREFIX-field-MODEL8-SEED`: one name per world, model and field seed, so that rounds
+    driven by successive models never collide."""
+    short = "".join(ch for ch in model if ch.isalnum())[:8] or "model"
+    return f"{WORLDS[world].session_prefix}-field-{short}-{seed:04d}"
+
+
+def supervised_rollout(
+    world: str,
+    seed: int,
+    policy: SupervisedPolicy,
+    seconds: float,
+    envelope: Envelope,
+    on_frame: FrameSink | None = None,
+) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+    """The policy drives field seed `seed` of `world` under supervision for `seconds`."""
+    scenario = rollout_scenario(world, seed, FIELD)
+    driver = SupervisedDriver(policy, scenario.human, human_opening(world, seed, FIELD), envelope)
+    trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
+    metrics = rollout_metrics(trace, seed)
+    figures = driver.log.figures(seconds * 1000.0)
+    return replace(metrics, field=figures), trace, driver.log
+
+
+def record_supervised(
+    session: FieldSession,
+    world: str,
+    seed: int,
+    policy: SupervisedPolicy,
+    seconds: float,
+    envelope: Envelope,
+) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+    """`supervised_rollout`, written as the recording `session` (under a temporary name,
+    renamed into place complete: a job never lists half a recording)."""
+    from rovertrain.sim.synth import H264, SessionFiles, VideoRecorder
+
+    final = session.directory
+    if final.exists():
+        raise FileExistsError(f"{final} exists: recordings are never overwritten")
+    staging = final.with_name(f".{final.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        with VideoRecorder(staging / H264.file, H264, WIDTH, HEIGHT, RECORDED_FPS) as video:
+            sink: FrameSink = lambda frame, _world, _sent: video.add(frame)  # noqa: E731
+            metrics, trace, log = supervised_rollout(world, seed, policy, seconds, envelope, sink)
+        commands: list[CommandLine] = [command.record() for command in trace.commands]
+        files = SessionFiles(
+            session.session_id, session.rover, FIELD_PROFILE, H264.file, 0.0, WORLDS[world].roles
+        )
+        files.write(staging, commands, driven_by={"model": session.model})
+        staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return metrics, trace, log
+
+
+def field_report_rows(
+    world: str,
+    seeds: Sequence[int],
+    policy: SupervisedPolicy,
+    seconds: float,
+    envelope: Envelope,
+    record: Callable[[int], FieldSession | None],
+    on_rollout: Callable[[RolloutMetrics, RolloutTrace, SupervisionLog], None],
+) -> list[RolloutMetrics]:
+    """Every seed driven under supervision (recorded where `record(seed)` names a session)."""
+    rows = []
+    for seed in seeds:
+        session = record(seed)
+        if session is None:
+            result = supervised_rollout(world, seed, policy, seconds, envelope)
+        else:
+            result = record_supervised(session, world, seed, policy, seconds, envelope)
+        rows.append(result[0])
+        on_rollout(*result)
+    return rows
+
+
+__all__ = [
+    "FieldSession",
+    "field_report_rows",
+    "field_session_id",
+    "record_supervised",
+    "supervised_rollout",
+]

@@ -1,0 +1,217 @@
+"""Supervised driving (`drive --supervised --record`): the envelope's conditions, the field
+figures, the human model taking over and handing back, and the recordings it writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rovertrain.contracts.command_schema import HUMAN, POLICY, initial_schema
+from rovertrain.data.field import FieldFigures, pooled
+from rovertrain.learn.policy import Policy, specification
+from rovertrain.sim.field_drive import supervised_rollout
+from rovertrain.sim.rollout import rollout
+from rovertrain.sim.supervised import OBSTACLE, OFFSET, STALL, Envelope, breach, may_hand_back
+from rovertrain.store.publish import publish_checkpoint
+
+ENVELOPE = Envelope()
+
+
+@pytest.mark.parametrize(
+    ("offset", "drift", "moving", "ahead", "rest_ms", "expected"),
+    [
+        (0.0, 0.0, True, None, 0.0, None),
+        (1.05, 0.0, True, None, 0.0, OFFSET),
+        (-1.05, 0.0, False, None, 0.0, OFFSET),
+        (0.8, 0.8, True, None, 0.0, OFFSET),  # at 1.04 in 300 ms: the person sees it coming
+        (0.8, 0.6, True, None, 0.0, None),
+        (0.95, 0.0, True, None, 0.0, None),
+        (1.05, -2.0, True, None, 0.0, OFFSET),  # off now, whatever it is about to do
+        (0.0, 0.0, True, 2.0, 0.0, OBSTACLE),
+        (0.0, 0.0, True, 3.0, 0.0, None),  # the person still expects the policy to stop
+        (0.0, 0.0, False, 2.0, 9_000.0, None),  # at rest before an obstacle: waiting
+        (0.0, 0.0, False, None, 8_000.0, STALL),
+        (0.0, 0.0, False, 10.0, 8_000.0, STALL),  # the obstacle is far: nothing to wait for
+        (0.0, 0.0, False, None, 7_900.0, None),  # a pause as long as a person's
+    ],
+)
+def test_the_envelope_s_conditions(
+    offset: float,
+    drift: float,
+    moving: bool,
+    ahead: float | None,
+    rest_ms: float,
+    expected: str | None,
+) -> None:
+    assert breach(offset, drift, moving, ahead, rest_ms, ENVELOPE) == expected
+
+
+def test_the_person_hands_back_only_a_corrected_moving_rover_with_nothing_ahead() -> None:
+    ok = {"offset": 0.1, "heading": 0.05, "moving": True, "obstacle_ahead": None}
+    assert may_hand_back(**ok, control_ms=2_000.0, envelope=ENVELOPE)
+    assert not may_hand_back(**ok, control_ms=1_990.0, envelope=ENVELOPE)
+    for change in ({"offset": 0.4}, {"heading": -0.2}, {"moving": False}, {"obstacle_ahead": 9.0}):
+        assert not may_hand_back(**{**ok, **change}, control_ms=5_000.0, envelope=ENVELOPE)
+
+
+def test_field_figures() -> None:
+    figures = FieldFigures(supervised_seconds=120.0, autonomous_seconds=90.0, take_overs=3)
+    assert figures.policy_share == 0.75
+    assert figures.take_overs_per_10_min == pytest.approx(20.0)
+    assert figures.mean_seconds_between_take_overs == 30.0
+    calm = FieldFigures(supervised_seconds=60.0, autonomous_seconds=60.0, take_overs=0)
+    assert calm.take_overs_per_10_min == 0.0 and calm.mean_seconds_between_take_overs is None
+    never = FieldFigures(supervised_seconds=60.0, autonomous_seconds=0.0, take_overs=1)
+    assert never.take_overs_per_10_min is None and never.policy_share == 0.0
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1e4), st.floats(0, 1), st.integers(0, 50)), min_size=1, max_size=8
+    )
+)
+def test_pooled_figures_add_time_before_dividing(rows: list[tuple[float, float, int]]) -> None:
+    figures = [FieldFigures(total, total * share, n, {OFFSET: n}) for total, share, n in rows]
+    whole = pooled(figures)
+    assert whole.take_overs == sum(n for _, _, n in rows)
+    assert whole.reasons == {OFFSET: whole.take_overs}
+    autonomous = sum(f.autonomous_seconds for f in figures)
+    assert math.isclose(whole.autonomous_seconds, autonomous, abs_tol=1e-6)
+    if autonomous > 0:
+        expected = whole.take_overs * 600.0 / autonomous
+        assert math.isclose(whole.take_overs_per_10_min or 0.0, expected, rel_tol=1e-9)
+
+
+@dataclass
+class Decision:
+    values: dict[str, dict[str, float]]
+
+    @property
+    def send(self) -> dict[str, bool]:
+        return {"stop": False, "drive": True}
+
+
+@dataclass
+class VeeringPolicy:
+    """Drives on, steering right, every tick; engages and disengages as RoverPolicy does."""
+
+    schema: list[Any] = field(default_factory=lambda: list(initial_schema()))
+    tick_ms: int = 100
+    engaged: bool = False
+    take_overs: int = 0
+    observed: list[tuple[float, str, str]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.engaged, self.take_overs = False, 0
+
+    def engage(self) -> None:
+        self.engaged = True
+
+    def observe_command(
+        self, t_ms: float, command_type: str, values: Any = None, by: str = HUMAN
+    ) -> bool:
+        self.observed.append((t_ms, command_type, by))
+        if by == HUMAN and self.engaged:
+            self.engaged, self.take_overs = False, self.take_overs + 1
+        return True
+
+    def tick(self, frame: Any, t_ms: float) -> Decision:
+        return Decision({"stop": {}, "drive": {"speed": 0.7, "turn": -0.6}})
+
+
+def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
+    policy = VeeringPolicy()
+    metrics, trace, log = supervised_rollout("road", 2, policy, 60.0, ENVELOPE)
+    take_overs = log.take_overs
+    assert len(take_overs) >= 3 and {event.reason for event in take_overs} == {OFFSET}
+    # Take-over and hand-back alternate, beginning with a take-over.
+    reasons = [event.reason for event in log.interventions]
+    assert all((r is None) == (i % 2 == 1) for i, r in enumerate(reasons)), reasons
+    assert policy.take_overs == len(take_overs)  # each began with a person's command
+    # What the policy sent is marked, the person's is not; the policy heard both.
+    by_sender = {command.by for command in trace.commands}
+    assert by_sender == {HUMAN, POLICY}
+    assert [c.by for c in trace.commands] == [by for _, _, by in policy.observed]
+    for event in take_overs:  # the person's command lands at the take-over
+        assert any(c.by == HUMAN and 0 <= c.t - event.t_ms < 10 for c in trace.commands)
+    # The person keeps the rover near its lane; the policy alone leaves it for good.
+    alone, _ = rollout("road", 2, "policy", 60.0, lambda: VeeringPolicy())
+    assert alone.in_lane_fraction < 0.3 < 0.85 < metrics.in_lane_fraction
+    figures = metrics.field
+    assert figures is not None and figures.take_overs == len(take_overs)
+    assert 0.1 < (figures.policy_share or 0) < 0.9
+    assert figures.supervised_seconds == 60.0
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint that always drives on, straight ahead: it needs a person in every bend."""
+    root = tmp_path_factory.mktemp("supervised") / "root"
+    torch.manual_seed(4)
+    model = Policy().eval()
+    with torch.no_grad():
+        model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
+        model.values.bias[4] = 1.0  # drive speed (slot 1, value 0) about 0.76
+    model_id = str(uuid.UUID(int=78))
+    metadata = {
+        "name": "supervised-test",
+        "createdAt": 1,
+        "specification": specification(initial_schema()),
+        "actionThreshold": 0.5,
+        "promote": True,
+    }
+    publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
+    return root / "training" / "checkpoints" / model_id
+
+
+def test_drive_supervised_records_sessions_the_next_job_reads(
+    cli, straight: Path, tmp_path: Path
+) -> None:
+    field_root = tmp_path / "field"
+    args = ("drive", str(straight), "--supervised", "--record", str(field_root), "--seconds", "40")
+    result = cli(*args, "--seed", "1", "--seed", "4")
+    assert result.code == 0, result.stderr
+    rollouts = result.of("rollout")
+    assert [(e["controller"], e["seed"]) for e in rollouts] == [
+        ("supervised", 1),
+        ("supervised", 4),
+    ]
+    summary = result.last()
+    recorded = summary["supervision"]["recorded"]
+    assert recorded["root"] == str(field_root.resolve()) and len(recorded["sessions"]) == 2
+    pooled_field = summary["controllers"]["supervised"]["field"]
+    assert pooled_field["takeOvers"] == sum(e["field"]["takeOvers"] for e in rollouts) > 0
+    for event, session in zip(rollouts, recorded["sessions"], strict=True):
+        folder = field_root / "recordings" / session
+        meta = json.loads((folder / "session.json").read_text())
+        assert meta["drivenBy"] == {"model": str(uuid.UUID(int=78))}
+        lines = [json.loads(line) for line in (folder / "commands.ndjson").read_text().splitlines()]
+        assert {line.get("by", HUMAN) for line in lines} == {HUMAN, POLICY}
+        # The next job's view of it: the policy's windows left out, each take-over counted.
+        inspected = cli("inspect", str(field_root), session)
+        assert inspected.code == 0, inspected.stderr
+        diagnostics = inspected.of("dataset")[0]["diagnostics"]
+        assert diagnostics["takeOvers"] == event["field"]["takeOvers"]
+        autonomous_windows = event["field"]["autonomousSeconds"] * 10
+        assert (
+            abs(diagnostics["autonomousWindows"] - autonomous_windows)
+            <= 2 + event["field"]["takeOvers"] * 2
+        ), (diagnostics, event["field"])
+    # A recording is never overwritten: the same model on the same seed is refused.
+    again = cli(*args, "--seed", "4")
+    assert again.code != 0 and "already recorded" in again.stderr + json.dumps(again.events)
+    assert not list((field_root / "recordings").glob(".*"))  # nothing half-written left
+
+
+def test_record_needs_supervised(cli, straight: Path, tmp_path: Path) -> None:
+    result = cli("drive", str(straight), "--record", str(tmp_path / "r"))
+    assert result.code == 2 and "--supervised" in result.stderr
