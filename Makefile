@@ -55,6 +55,15 @@ demo: install
 	  > $(DEMO_ROOT)/drive.ndjson 2> $(DEMO_ROOT)/drive.log && \
 	  $(BIN)/python -m rovertrain.cli.summary --drive $(DEMO_ROOT)/drive.ndjson && \
 	  echo "closed-loop rollouts in $(DEMO_ROOT)/drive/ (rollout.mp4, trajectory.png)"
+	$(BIN)/rovertrain drive $(DEMO_ROOT)/policy --world road --supervised --record $(DEMO_ROOT) --seeds 3 \
+	  --seconds 120 > $(DEMO_ROOT)/supervised.ndjson 2> $(DEMO_ROOT)/supervised.log && \
+	  $(BIN)/python -m rovertrain.cli.summary --drive $(DEMO_ROOT)/supervised.ndjson && \
+	  echo "supervised round: 3 drives recorded under $(DEMO_ROOT)/recordings (the policy's commands marked by: policy)"
+	$(BIN)/python -c 'import json, sys; job = json.load(open(sys.argv[1])); job.pop("sessions"); \
+	  json.dump(job, open(sys.argv[2], "w"), indent=2)' $(DEMO_ROOT)/job.json $(DEMO_ROOT)/job-all.json
+	$(BIN)/rovertrain run --job $(DEMO_ROOT)/job-all.json > $(DEMO_ROOT)/events-round1.ndjson && \
+	  $(BIN)/python -m rovertrain.cli.summary $(DEMO_ROOT)/events-round1.ndjson && \
+	  echo "the next job trained on every recording, the supervised drives included"
 
 bench: install
 	$(BIN)/python bench/bench_training.py

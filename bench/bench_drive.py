@@ -6,6 +6,10 @@
    process, interleaved with it: rendering alone and ticking alone, per 100 ms tick.
 2. `rovertrain drive` (checkpoint folder, the policy and its three baselines, no --out) as a
    user runs it: simulated seconds of all four controllers per wall second, start-up included.
+3. `rovertrain drive --supervised --record ROOT` (issue 27: >= 5x realtime wanted): the policy
+   (it drives straight on, so the human model takes over in every bend) under supervision,
+   every rollout encoded as a recording; against the same command without --record and the
+   policy alone (`--no-baselines`) in the same run.
 """
 
 from __future__ import annotations
@@ -92,6 +96,31 @@ def main() -> None:
         print(f"rovertrain drive (4 controllers x 2 seeds x 60 s): {simulated / wall:.1f}x "
               f"realtime including start-up ({summary['realtimeFactor']:.1f}x inside the "
               f"command)")  # fmt: skip
+        supervised(folder, Path(name))
+
+
+def timed_drive(folder: Path, *extra: str) -> tuple[float, dict[str, object]]:
+    """Simulated seconds per wall second of one `rovertrain drive` (start-up included)."""
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-m", "rovertrain", "drive", str(folder), "--world", "road",
+         "--seconds", "120", "--seeds", "3", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    summary = json.loads(completed.stdout.splitlines()[-1])
+    return float(summary["simulatedSeconds"]) / wall, summary
+
+
+def supervised(folder: Path, scratch: Path) -> None:
+    alone, _ = timed_drive(folder, "--no-baselines")
+    watched, _ = timed_drive(folder, "--supervised")
+    recorded, summary = timed_drive(folder, "--supervised", "--record", str(scratch / "field"))
+    field = summary["controllers"]["supervised"]["field"]  # type: ignore[index]
+    print(f"drive --supervised --record (3 road seeds x 120 s, {field['takeOvers']} take-overs): "
+          f"{recorded:.1f}x realtime including start-up (>= 5 wanted); without --record "
+          f"{watched:.1f}x; the policy alone {alone:.1f}x; recording costs "
+          f"{watched / recorded:.2f}x, supervision {alone / watched:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -151,3 +151,11 @@ def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:
     assert report.margins["blind"].in_lane_fraction == 0.0
     fields = report.summary_fields()
     assert fields["seeds"] == [0, 1] and set(fields["controllers"]) == set(report.summaries)
+
+
+def test_the_corridor_s_careful_driver_keeps_closer_to_the_centre_than_the_road_s() -> None:
+    """Issue 27's world: its recordings never show the rover far off the centre line."""
+    careful = closed_loop_report(None, "corridor", SEEDS, 90.0, controllers=("human",))
+    road = closed_loop_report(None, "road", SEEDS, 90.0, controllers=("human",))
+    assert careful.summaries["human"].mean_abs_offset < 0.1
+    assert road.summaries["human"].mean_abs_offset > 3 * careful.summaries["human"].mean_abs_offset

@@ -19,7 +19,7 @@ from rovertrain.contracts.settings import knobs
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
 """`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
 
-WORLD_NAMES = ("road", "warehouse")
+WORLD_NAMES = ("road", "warehouse", "corridor")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
 
 SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
@@ -191,7 +191,7 @@ def validate_job(job_path: str, offline: bool) -> None:
     show_default=True,
     type=click.Choice(SYNTH_WORLDS),
     help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos; "
-    "carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
+    "corridor: gentle bends, pallets, a careful driver; carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
 )
 def synth(
     out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool, world: str

@@ -17,6 +17,14 @@ def job_lines(events: list[dict[str, Any]]) -> list[str]:
     skipped = [e for e in events if e["kind"] == "skipped"]
     held = sum(e.get("partition") == "heldOut" for e in datasets)
     lines.append(f"sessions: {len(datasets)} used ({held} held out), {len(skipped)} skipped")
+    supervised = [e["diagnostics"] for e in datasets if "autonomousWindows" in e["diagnostics"]]
+    if supervised:
+        minutes = sum(d["autonomousWindows"] for d in supervised) / 600
+        lines.append(
+            f"  {len(supervised)} supervised drives: {minutes:.1f} min driven by a policy (left "
+            f"out), {sum(d['takeOvers'] for d in supervised)} take-overs (the person's commands "
+            "after them are targets)"
+        )
     for event in skipped:
         lines.append(f"  skipped {event['sessionId']}: {event['reason']}")
     last = events[-1] if events else {}

@@ -73,6 +73,9 @@ class DriverStyle:
     idle_for_ms: tuple[float, float] = (3_000.0, 6_000.0)
     warn_type: str | None = None
     warn_distance: float = 7.0
+    centring: float = 0.8  # turn per lane half-width off centre
+    heading_gain: float = 1.2  # turn per radian of heading off the lane's
+    steer_noise: float = 0.03  # a hand's unsteadiness (standard deviation of the turn)
 
 
 class HumanDriver:
@@ -154,7 +157,12 @@ class HumanDriver:
         elif t >= self.idle_until:
             self.stopped_for_obstacle = False
             bend = world.track.curvature(seen_s + style.lookahead)
-            turn = bend * 0.9 - 0.8 * seen_x - 1.2 * seen_heading + rng.gauss(0, 0.03)
+            turn = (
+                bend * 0.9
+                - style.centring * seen_x
+                - style.heading_gain * seen_heading
+                + rng.gauss(0, style.steer_noise)
+            )
             speed = style.cruise - style.slow_in_bends * abs(bend)
             if self.profile == "keyboard":
                 # Arrow keys: half or full turn; a key changes only on a clear need.

@@ -95,6 +95,18 @@ class AisleTrack:
 
 
 @dataclass(frozen=True)
+class GentleTrack:
+    """A long corridor that bends gently and evenly, one way then the other (a sine)."""
+
+    amplitude: float
+    wavelength: float  # metres per radian of the sine
+    phase: float
+
+    def curvature(self, s: float) -> float:
+        return self.amplitude * math.sin(s / self.wavelength + self.phase)
+
+
+@dataclass(frozen=True)
 class ObstacleRules:
     """When obstacles appear: the first after `first_ms`, then every `gap_ms` (uniform range)
     while the rover moves; a stopped-for obstacle is taken away after `clear_ms`."""

@@ -4,6 +4,11 @@
 - `warehouse`: straight aisles and tight corners between racks, pallets every 30-48 s,
   workers beside the aisle whom the driver warns with `horn` (role other), per-session light
   level and colour, a wider spread of driver reaction times.
+- `corridor`: a long warehouse corridor that bends gently one way then the other, pallets
+  every 30-48 s, commands stop/drive, and a careful driver who keeps the rover close to the
+  centre line (twice the road driver's corrections, a third of the unsteadiness): its
+  recordings never show the rover far off centre (the world of issue 27, where imitation
+  alone is expected to drift; docs/learning.md "Learning from take-overs").
 
 `build` draws a session's parameters from one generator in a fixed order (the road world's
 order is the original synth's, so recordings stay identical for a seed). The generators the
@@ -21,7 +26,7 @@ import numpy as np
 
 from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
 from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
-from rovertrain.sim.world import AisleTrack, ObstacleRules, RoadTrack, World
+from rovertrain.sim.world import AisleTrack, GentleTrack, ObstacleRules, RoadTrack, World
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,22 @@ WAREHOUSE = WorldKind(
     ),
     "aisle",
 )
-WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE)}
+CORRIDOR = WorldKind(
+    "corridor",
+    {"stop": "stop", "drive": "movement"},
+    DriverStyle(
+        lookahead=2.5,
+        stop_distance=4.5,
+        cruise=0.6,
+        slow_in_bends=0.1,
+        keyboard_speed=0.55,
+        centring=1.6,
+        heading_gain=2.4,
+        steer_noise=0.01,
+    ),
+    "corridor",
+)
+WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE, CORRIDOR)}
 
 
 ROLLOUT, FIELD = "rollout", "field"
@@ -106,6 +126,27 @@ def build(
             next_obstacle_ms=first_obstacle,
             events_rng=events_rng or rng,
             light_rng=light_rng or rng,
+        )
+    elif name == "corridor":
+        track_shape = GentleTrack(
+            rng.uniform(0.12, 0.25), rng.uniform(10.0, 16.0), rng.uniform(0, 6.3)
+        )
+        reaction_ms = rng.uniform(120, 250)
+        first_idle = rng.uniform(40_000, 80_000)
+        first_obstacle = rng.uniform(8_000, 16_000)
+        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
+        tint = session_tint(rng)
+        level = rng.uniform(0.7, 1.1)
+        world = World(
+            track=track_shape,
+            rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
+            renderer=AisleRenderer(texture, tint),
+            roles=kind.roles,
+            next_obstacle_ms=first_obstacle,
+            events_rng=events_rng or rng,
+            light_rng=light_rng or rng,
+            light_range=(level - 0.1, level + 0.1),
+            light=level,
         )
     else:
         track = AisleTrack.generate(rng)
