@@ -146,7 +146,7 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     # The person keeps the rover near its lane; the policy alone leaves it for good.
     alone, _ = rollout("road", 2, "policy", 60.0, lambda: VeeringPolicy())
     assert alone.in_lane_fraction < 0.3 < 0.85 < metrics.in_lane_fraction
-    figures = metrics.field
+    figures = metrics.field_figures
     assert figures is not None and figures.take_overs == len(take_overs)
     assert 0.1 < (figures.policy_share or 0) < 0.9
     assert figures.supervised_seconds == 60.0
@@ -215,3 +215,56 @@ def test_drive_supervised_records_sessions_the_next_job_reads(
 def test_record_needs_supervised(cli, straight: Path, tmp_path: Path) -> None:
     result = cli("drive", str(straight), "--record", str(tmp_path / "r"))
     assert result.code == 2 and "--supervised" in result.stderr
+
+
+FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
+        "probeMaxSeconds": 0, "batchSize": 16}  # fmt: skip
+
+
+def test_the_next_model_says_how_the_one_before_drove(
+    cli, straight: Path, synth_copy: Path
+) -> None:
+    """A supervised round: the drives are recorded into the data root, the next job trains on
+    everything, and its model.json pools the field figures per model that drove."""
+    drove = cli(
+        "drive", str(straight), "--supervised", "--record", str(synth_copy),
+        "--seconds", "30", "--seeds", "2",
+    )  # fmt: skip
+    assert drove.code == 0, drove.stderr
+    figures = drove.last()["controllers"]["supervised"]["field"]
+    job = json.loads((synth_copy / "job.json").read_text())
+    job["sessions"] += drove.last()["supervision"]["recorded"]["sessions"]
+    job["config"].update(FAST)
+    (synth_copy / "job-round.json").write_text(json.dumps(job))
+    result = cli("run", "--job", str(synth_copy / "job-round.json"))
+    assert result.code == 0, result.stderr
+    published = result.last()["published"]["id"]
+    model = json.loads(
+        (synth_copy / "training" / "checkpoints" / published / "model.json").read_text()
+    )
+    field_figures = model["field"][str(uuid.UUID(int=78))]
+    assert field_figures["takeOvers"] == figures["takeOvers"] > 0
+    assert abs(field_figures["autonomousSeconds"] - figures["autonomousSeconds"]) < 1.0
+    assert abs(field_figures["supervisedSeconds"] - figures["supervisedSeconds"]) < 1.0
+    assert set(model["field"]) == {str(uuid.UUID(int=78))}  # the person's drives are not field
+
+
+@pytest.mark.parametrize(
+    ("driven_by", "model"),
+    [
+        ({"model": "m-1"}, "m-1"),
+        (None, None),
+        ("m-1", None),
+        ({"model": 3}, None),
+        ({"model": ""}, None),
+        ({"model": "x" * 10_000}, None),
+        ({"other": "m-1"}, None),
+    ],
+)
+def test_driven_by_is_informational_and_hostile_values_read_as_not_said(
+    driven_by: object, model: str | None
+) -> None:
+    from rovertrain.data.recording import driving_model
+
+    assert driving_model(driven_by) == model

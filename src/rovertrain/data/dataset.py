@@ -24,11 +24,13 @@ from rovertrain.contracts.observation import (
     OBS_WIDTH,
     STALE_FRAME_MS,
     STATE_FEATURES_PER_SLOT,
+    TICK_MS,
 )
 from rovertrain.data import cache
 from rovertrain.data.cache import CachedFrames
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
 from rovertrain.data.decoder_pool import DecoderPool
+from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
 from rovertrain.data.partition import Partition, is_held_out, partition_of
 from rovertrain.data.recording import Recording, load_recording, read_command_log
 from rovertrain.data.sampling import (
@@ -128,6 +130,18 @@ class SessionResult:
     selection_windows: int
     rover_id: str
     control_profile: str | None
+    driven_by: str | None = None  # session.json drivenBy.model
+
+    def field_figures(self) -> FieldFigures | None:
+        """How a policy drove this session under supervision (None: a person drove it all)."""
+        labels = self.labels
+        if not labels.supervised_windows:
+            return None
+        return FieldFigures(
+            supervised_seconds=labels.supervised_windows * TICK_MS / 1000.0,
+            autonomous_seconds=labels.autonomous_windows * TICK_MS / 1000.0,
+            take_overs=labels.take_overs,
+        )
 
     def diagnostics(self) -> dict[str, Any]:
         return {
@@ -177,6 +191,16 @@ class Dataset:
 
     def rows(self) -> list[dict[str, Any]]:
         return [result.to_json() for result in self.sessions]
+
+    def field_by_model(self) -> dict[str, FieldFigures]:
+        """Field figures of the supervised sessions, pooled per model that drove them
+        (session.json `drivenBy`; UNKNOWN_MODEL where a recording does not say)."""
+        grouped: dict[str, list[FieldFigures]] = {}
+        for result in self.sessions:
+            figures = result.field_figures()
+            if figures is not None:
+                grouped.setdefault(result.driven_by or UNKNOWN_MODEL, []).append(figures)
+        return {model: pooled(rows) for model, rows in sorted(grouped.items())}
 
 
 @dataclass(frozen=True)
@@ -528,6 +552,7 @@ def _process_session(
         selection_windows=len(tail),
         rover_id=recording.rover_id,
         control_profile=recording.control_profile,
+        driven_by=recording.driven_by,
     )
     dataset.sessions.append(result)
     stream.emit(

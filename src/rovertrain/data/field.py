@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 TEN_MINUTES_S = 600.0
+UNKNOWN_MODEL = "unknown"
+"""Where supervised recordings are pooled whose session.json does not name the model."""
 
 
 @dataclass(frozen=True)
@@ -72,4 +74,4 @@ def pooled(figures: Iterable[FieldFigures]) -> FieldFigures:
     )
 
 
-__all__ = ["FieldFigures", "pooled"]
+__all__ = ["UNKNOWN_MODEL", "FieldFigures", "pooled"]

@@ -116,6 +116,7 @@ class Recording:
     video_offset_ms: float
     commands_path: Path
     command_roles: Mapping[str, str]
+    driven_by: str | None = None  # session.json drivenBy.model: the model that drove, if said
 
 
 def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
@@ -270,7 +271,15 @@ def load_recording(
         video_offset_ms=float(offset),
         commands_path=regular_file(directory, commands.get("file"), "command log"),
         command_roles=dict(roles),
+        driven_by=driving_model(meta.get("drivenBy")),
     )
+
+
+def driving_model(driven_by: object) -> str | None:
+    """session.json's optional, informational `drivenBy.model`; anything else than a string of
+    1 to MAX_TEXT_CHARS characters reads as not said (the recording stays usable)."""
+    model = driven_by.get("model") if isinstance(driven_by, dict) else None
+    return model if _text(model, 1) else None
 
 
 def command_from_json(item: object) -> Command:

@@ -65,6 +65,12 @@ def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.
     return driven & ~lands, take_overs
 
 
+def supervised_windows(autonomous: np.ndarray) -> int:
+    """Windows from the first one a policy drove to the end: the time it was meant to drive
+    (field figures' `supervisedSeconds`; before it, a person drove to the hand-over)."""
+    return int(len(autonomous) - np.argmax(autonomous)) if autonomous.any() else 0
+
+
 def who_drives(
     ticks: np.ndarray, commands: Sequence[Command], schema: Schema
 ) -> tuple[np.ndarray, int]:
@@ -195,6 +201,7 @@ class LabelSummary:
     unsupported_windows: int
     autonomous_windows: int = 0
     take_overs: int = 0
+    supervised_windows: int = 0
 
     def to_json(self) -> JsonObject:
         document: JsonObject = {
@@ -206,6 +213,7 @@ class LabelSummary:
         if self.autonomous_windows or self.take_overs:  # a session a policy drove
             document["autonomousWindows"] = self.autonomous_windows
             document["takeOvers"] = self.take_overs
+            document["supervisedWindows"] = self.supervised_windows
         return document
 
 
@@ -217,4 +225,5 @@ def summary(labels: Labels) -> LabelSummary:
         unsupported_windows=int(labels.unsupported.sum()),
         autonomous_windows=int(labels.autonomous.sum()),
         take_overs=labels.take_overs,
+        supervised_windows=supervised_windows(labels.autonomous),
     )

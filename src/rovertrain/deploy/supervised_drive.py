@@ -87,7 +87,7 @@ def drive_supervised(
     report = report_of(world, seeds, seconds, (SUPERVISED,), rows)
     elapsed = time.monotonic() - started
     simulated = seconds * len(seeds)
-    field = report.summaries[SUPERVISED].field
+    field = report.summaries[SUPERVISED].field_figures
     recorded = (
         {"root": str(root), "sessions": [s.session_id for s in sessions.values()]}
         if root is not None

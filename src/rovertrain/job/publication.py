@@ -64,6 +64,11 @@ def model_metadata(
         "trainedRovers": list(sorted(state.trained_rovers)),
         "controlProfiles": list(state.control_profiles),
         "sourceSessions": list(dataset.accepted),
+        # How earlier models drove in the field: the supervised sessions among these, pooled
+        # per model that drove them (docs/simulator.md, "Supervised driving").
+        "field": {
+            model: figures.event_fields() for model, figures in dataset.field_by_model().items()
+        },
         "trainingLoss": candidate.training_loss,
         "evaluation": candidate.evaluation.status,
         "validation": candidate.evaluation.to_json(),

@@ -69,7 +69,7 @@ def supervised_rollout(
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
     metrics = rollout_metrics(trace, seed)
     figures = driver.log.figures(seconds * 1000.0)
-    return replace(metrics, field=figures), trace, driver.log
+    return replace(metrics, field_figures=figures), trace, driver.log
 
 
 def record_supervised(

@@ -113,7 +113,7 @@ class RolloutMetrics:
     bystanders_met: int
     bystanders_warned: int
     race: RaceFigures | None = None  # a track environment's own score (CarRacing)
-    field: FieldFigures | None = None  # a supervised rollout's take-overs
+    field_figures: FieldFigures | None = None  # a supervised rollout's take-overs
 
     @property
     def stop_rate(self) -> float | None:
@@ -130,8 +130,8 @@ class RolloutMetrics:
         }
         if self.race is not None:
             fields["race"] = self.race.event_fields()
-        if self.field is not None:
-            fields["field"] = self.field.event_fields()
+        if self.field_figures is not None:
+            fields["field"] = self.field_figures.event_fields()
         return fields
 
 
@@ -269,7 +269,7 @@ class ControllerSummary:
     passed: int
     commands_per_second: float
     race: RaceSummary | None = None
-    field: FieldFigures | None = None
+    field_figures: FieldFigures | None = None
 
     @property
     def stop_rate(self) -> float | None:
@@ -279,8 +279,8 @@ class ControllerSummary:
         fields = {**driving_fields(self), "departedSeeds": self.departed_seeds}
         if self.race is not None:
             fields["race"] = self.race.event_fields()
-        if self.field is not None:
-            fields["field"] = self.field.event_fields()
+        if self.field_figures is not None:
+            fields["field"] = self.field_figures.event_fields()
         return fields
 
 
@@ -288,7 +288,7 @@ def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
     """One controller's rollouts (all of the same controller) pooled over the seeds."""
     departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
     races = [r.race for r in rows if r.race is not None]
-    fields = [r.field for r in rows if r.field is not None]
+    fields = [r.field_figures for r in rows if r.field_figures is not None]
     return ControllerSummary(
         controller=rows[0].controller,
         in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
@@ -303,7 +303,7 @@ def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
         passed=sum(r.passed for r in rows),
         commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
         race=race_summary(races) if races and len(races) == len(rows) else None,
-        field=pooled(fields) if fields and len(fields) == len(rows) else None,
+        field_figures=pooled(fields) if fields and len(fields) == len(rows) else None,
     )
 
 
