@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rovertrain.contracts.json_types import JsonObject
+
 TEN_MINUTES_S = 600.0
 UNKNOWN_MODEL = "unknown"
 """Where supervised recordings are pooled whose session.json does not name the model."""
@@ -42,7 +44,7 @@ class FieldFigures:
         """Autonomous seconds per take-over; None without a take-over (nothing to average)."""
         return self.autonomous_seconds / self.take_overs if self.take_overs else None
 
-    def event_fields(self) -> dict[str, object]:
+    def event_fields(self) -> JsonObject:
         def rounded(value: float | None, digits: int) -> float | None:
             return None if value is None else round(value, digits)
 
@@ -53,7 +55,7 @@ class FieldFigures:
             "takeOvers": self.take_overs,
             "takeOversPer10Minutes": rounded(self.take_overs_per_10_min, 3),
             "meanSecondsBetweenTakeOvers": rounded(self.mean_seconds_between_take_overs, 2),
-            **({} if self.reasons is None else {"takeOverReasons": dict(self.reasons)}),
+            **({} if self.reasons is None else {"takeOverReasons": {**self.reasons}}),
         }
 
 
