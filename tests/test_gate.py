@@ -4,11 +4,14 @@ from dataclasses import replace
 
 import pytest
 
+from rovertrain.data.field import FieldFigures
 from rovertrain.gate import (
     CameraGain,
+    CanaryVerdict,
     GateStatus,
     HeldOutSupport,
     PublicationHistory,
+    canary_verdict,
     gate_reasons,
     not_enough_data,
     publication_decision,
@@ -205,3 +208,45 @@ def test_not_enough_data_and_the_training_deadline() -> None:
     assert not_enough_data(10, True, False, 5) is None
     assert training_deadline(600, 1000) == pytest.approx(600 - 7.0)
     assert training_deadline(8, 10_000) == pytest.approx(6.0)  # never more than a quarter
+
+
+def field(minutes: float, autonomous_share: float, take_overs: int) -> FieldFigures:
+    return FieldFigures(minutes * 60, minutes * 60 * autonomous_share, take_overs)
+
+
+@pytest.mark.parametrize(
+    ("canary", "current", "verdict", "words"),
+    [
+        (None, None, CanaryVerdict.WAITING, "drove 0.0 of 10 supervised minutes"),
+        (field(9.9, 1.0, 0), field(60, 1.0, 9), CanaryVerdict.WAITING, "9.9 of 10"),
+        (field(10, 0.0, 4), None, CanaryVerdict.REJECTED, "without any autonomous time"),
+        (field(10, 1.0, 1), None, CanaryVerdict.PROMOTED, "no field record"),
+        (field(10, 1.0, 1), field(60, 0.0, 3), CanaryVerdict.PROMOTED, "no field record"),
+        (field(10, 1.0, 1), field(20, 1.0, 4), CanaryVerdict.PROMOTED, "1.0 take-overs per 10"),
+        (field(10, 1.0, 2), field(20, 1.0, 4), CanaryVerdict.REJECTED, "no fewer"),  # 2.0 = 2.0
+        (field(10, 0.5, 2), field(20, 1.0, 4), CanaryVerdict.REJECTED, "4.0 take-overs"),
+    ],
+)
+def test_a_canary_replaces_the_current_model_only_with_fewer_take_overs(
+    canary: FieldFigures | None,
+    current: FieldFigures | None,
+    verdict: CanaryVerdict,
+    words: str,
+) -> None:
+    found, reason = canary_verdict(canary, current, 10.0)
+    assert found is verdict and words in reason, reason
+
+
+def test_a_canary_is_published_not_promoted_and_says_why() -> None:
+    history = PublicationHistory(
+        distinct_windows=6000, published_windows=0, steps_since_publication=500
+    )
+    plain = publication_decision(history, GateStatus.PASSED, None, PUBLICATION)
+    assert plain.promote and "canary" not in plain.to_json()
+    canary = replace(plain, canary=True)
+    assert not canary.promote and canary.to_json()["canary"] is True
+    assert canary.reason.startswith("Canary")
+    blocked = replace(
+        publication_decision(history, GateStatus.NOT_MET, None, PUBLICATION), canary=True
+    )
+    assert not blocked.promote and blocked.reason == GateStatus.NOT_MET  # the blocker, not canary

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from rovertrain.data.field import FieldFigures
 from rovertrain.gate_settings import Gate, Publication
 from rovertrain.learn.metrics import EventMetrics
 
@@ -153,6 +154,24 @@ def unevaluated_status(support: HeldOutSupport, held_out_windows: int) -> GateSt
     return GateStatus.WAITING
 
 
+class CanaryVerdict(StrEnum):
+    WAITING = "waiting"  # has not driven enough supervised minutes yet
+    PROMOTED = "promoted"
+    REJECTED = "rejected"  # drove them, with no fewer take-overs than the current model
+
+
+@dataclass(frozen=True)
+class CanaryJudgement:
+    """What a job decided of the pending canary (`publication.judgedCanary`)."""
+
+    model: str
+    verdict: CanaryVerdict
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "verdict": str(self.verdict), "reason": self.reason}
+
+
 @dataclass(frozen=True)
 class PublicationDecision:
     """Whether a candidate is promoted, and the seed's publication figures."""
@@ -162,23 +181,35 @@ class PublicationDecision:
     minimum_minutes: float
     required_new_minutes: float
     blockers: tuple[str, ...]
+    canary: bool = False  # passed, published as a canary (`canaryMinutes`): not promoted yet
+    judged: CanaryJudgement | None = None  # the earlier canary this job judged
 
     @property
     def promote(self) -> bool:
-        return not self.blockers
+        return not self.blockers and not self.canary
 
     @property
     def reason(self) -> str:
+        if self.canary and not self.blockers:
+            return (
+                "Canary: promoted by a later job once it drives the supervised minutes "
+                "(canaryMinutes) with fewer take-overs than the current model"
+            )
         return "; ".join(self.blockers) or "Latest updated"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "distinctMinutes": self.distinct_minutes,
             "newMinutes": self.new_minutes,
             "minimumMinutes": self.minimum_minutes,
             "requiredNewMinutes": self.required_new_minutes,
             "reason": self.reason,
         }
+        if self.canary:
+            document["canary"] = True
+        if self.judged is not None:
+            document["judgedCanary"] = self.judged.to_json()
+        return document
 
 
 @dataclass(frozen=True)
@@ -227,6 +258,50 @@ def publication_decision(
         minimum_minutes=rules.minimumDrivingMinutes,
         required_new_minutes=rules.newDrivingMinutesPerModel,
         blockers=tuple(str(blocker) for blocker in blockers),
+    )
+
+
+def canary_verdict(
+    canary: FieldFigures | None, current: FieldFigures | None, minutes: float
+) -> tuple[CanaryVerdict, str]:
+    """Whether a canary (a candidate published, not promoted, under `canaryMinutes`) replaces
+    the current model, from the field figures of the recordings each drove: the canary once it
+    drove `minutes` supervised with fewer take-overs per 10 minutes of autonomy than the
+    current model. A current model without a field record has no rate to beat: minutes
+    suffice (say so, the operator reads it)."""
+    driven = 0.0 if canary is None else canary.supervised_seconds / 60.0
+    rate = None if canary is None else canary.take_overs_per_10_min
+    current_rate = None if current is None else current.take_overs_per_10_min
+    conditions = (
+        (
+            driven < minutes,
+            CanaryVerdict.WAITING,
+            f"drove {driven:.1f} of {minutes:g} supervised minutes",
+        ),
+        (
+            rate is None,
+            CanaryVerdict.REJECTED,
+            f"drove {driven:.1f} supervised minutes without any autonomous time",
+        ),
+        (
+            current_rate is None,
+            CanaryVerdict.PROMOTED,
+            f"drove {driven:.1f} supervised minutes ({rate or 0:.1f} take-overs per 10 min); the "
+            "current model has no field record to compare with",
+        ),
+        (
+            (rate or 0) < (current_rate or 0),
+            CanaryVerdict.PROMOTED,
+            f"{rate or 0:.1f} take-overs per 10 min against the current model's "
+            f"{current_rate or 0:.1f}, over {driven:.1f} supervised minutes",
+        ),
+    )
+    for applies, verdict, reason in conditions:
+        if applies:
+            return verdict, reason
+    return CanaryVerdict.REJECTED, (
+        f"{rate or 0:.1f} take-overs per 10 min, no fewer than the current model's "
+        f"{current_rate or 0:.1f}, over {driven:.1f} supervised minutes"
     )
 
 

@@ -94,3 +94,12 @@ class Publication:
     checkpointEverySteps: int = knob(200, 0, 100_000_000, integer=True, doc="publish interval")
     minimumDrivingMinutes: float = knob(2.0, 0, 1_000_000, doc="distinct minutes to publish")
     newDrivingMinutesPerModel: float = knob(0.5, 0, 1_000_000, doc="new minutes per model")
+    canaryMinutes: float = knob(
+        0.0,
+        0,
+        1_000_000,
+        doc="0: off. Otherwise a candidate that passes is published as a canary, not "
+        "promoted: a later job promotes it once recordings show it drove under supervision "
+        "this many minutes with fewer take-overs per 10 minutes than the current model "
+        '(docs/learning.md, "Promotion from the field")',
+    )

@@ -51,6 +51,7 @@ class Config:
         "checkpointEverySteps",
         "minimumDrivingMinutes",
         "newDrivingMinutesPerModel",
+        "canaryMinutes",
         "learningRate",
         "weightDecay",
         "decodeTimeoutSeconds",

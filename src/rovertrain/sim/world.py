@@ -164,6 +164,7 @@ class World:
     light_range: tuple[float, float] = (0.75, 1.25)
     light: float = 1.0
     bystander_gap: tuple[float, float] | None = None
+    pull: float = 0.0  # the rover turns this much by itself (a worn wheel, a sloping floor)
     t_ms: float = 0.0
     pose: Pose = field(default_factory=Pose)
     obstacle: Obstacle | None = None
@@ -239,7 +240,7 @@ class World:
         pose = self.pose
         dt = dt_ms / 1000.0
         pose.s += pose.speed * METRES_PER_SPEED * dt
-        steer = (pose.turn - self.track.curvature(pose.s)) * 0.8 * dt * (pose.speed > 0)
+        steer = (pose.turn + self.pull - self.track.curvature(pose.s)) * 0.8 * dt * (pose.speed > 0)
         pose.heading = max(-MAX_HEADING, min(MAX_HEADING, pose.heading + steer))
         pose.x = max(
             -MAX_OFFSET, min(MAX_OFFSET, pose.x + pose.heading * pose.speed * METRES_PER_SPEED * dt)

@@ -137,8 +137,10 @@ def build(
         keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
         tint = session_tint(rng)
         level = rng.uniform(0.7, 1.1)
+        pull = rng.choice((-1.0, 1.0)) * rng.uniform(0.05, 0.15)
         world = World(
             track=track_shape,
+            pull=pull,
             rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
             renderer=AisleRenderer(texture, tint),
             roles=kind.roles,

@@ -58,6 +58,7 @@ class ModelRecord:
     valid: bool
     problems: tuple[str, ...]
     files: tuple[str, ...]
+    canary: bool = False  # published as a canary (publication.canary): awaiting the field
 
     def event_fields(self) -> JsonObject:
         """The fields of its `model` event."""
@@ -86,6 +87,7 @@ def catalogue(root: Path) -> list[ModelRecord]:
         meta, problems = verify_checkpoint(path)
         validation = meta.get("validation")
         files = meta.get("files")
+        publication = meta.get("publication")
         records.append(
             ModelRecord(
                 id=path.name,
@@ -98,6 +100,7 @@ def catalogue(root: Path) -> list[ModelRecord]:
                 valid=not problems,
                 problems=tuple(problems),
                 files=tuple(files) if isinstance(files, dict) else (),
+                canary=isinstance(publication, dict) and publication.get("canary") is True,
             )
         )
     records.sort(key=lambda record: record.created_at or 0)

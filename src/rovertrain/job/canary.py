@@ -1,0 +1,61 @@
+"""Promotion from the field (`canaryMinutes` > 0; docs/learning.md "Promotion from the
+field"): a candidate that passes is published as a canary instead of promoted; a later job
+judges the newest canary by the recordings it drove under supervision (`gate.canary_verdict`)
+and promotes it when it drove enough minutes with fewer take-overs than the current model.
+
+Stateless across jobs: the pending canary is the newest valid checkpoint published as one
+after the current model. One canary is on trial at a time: while it waits for field time, a
+passing candidate is published neither promoted nor as a canary (a scheduler that runs jobs
+often would otherwise replace the canary before any rover drove it); once it is judged, the
+job's candidate becomes the next canary. A rejected canary is superseded by the next one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rovertrain.data.dataset import Dataset
+from rovertrain.gate import CanaryJudgement, CanaryVerdict, PublicationDecision, canary_verdict
+from rovertrain.store.catalogue import ModelRecord, catalogue
+from rovertrain.store.current import read_current, write_current
+
+
+def pending_canary(root: Path) -> tuple[ModelRecord | None, str | None]:
+    """(the canary awaiting judgement, the current model's id); each None when there is none."""
+    records = catalogue(root)
+    pointer, folder, _ = read_current(root)
+    current = str(pointer["id"]) if pointer is not None and folder is not None else None
+    since = next((r.created_at or 0 for r in records if r.id == current), 0)
+    waiting = [r for r in records if r.canary and r.valid and (r.created_at or 0) > since]
+    return (waiting[-1] if waiting else None), current
+
+
+def judge_canary(
+    root: Path, dataset: Dataset, minutes: float
+) -> tuple[CanaryJudgement | None, bool]:
+    """Judge the pending canary on this job's recordings and promote it when it earned it.
+    Returns (the judgement, None without a canary; whether a current model exists now)."""
+    canary, current = pending_canary(root)
+    if canary is None:
+        return None, current is not None
+    field = dataset.field_by_model()
+    verdict, reason = canary_verdict(
+        field.get(canary.id), None if current is None else field.get(current), minutes
+    )
+    if verdict is CanaryVerdict.PROMOTED:
+        write_current(root, canary.id, canary.name)
+    return CanaryJudgement(
+        canary.id, verdict, reason
+    ), True if current else verdict is CanaryVerdict.PROMOTED
+
+
+def canary_decision(
+    decision: PublicationDecision, judged: CanaryJudgement | None, has_current: bool
+) -> PublicationDecision:
+    """This job's candidate under `canaryMinutes`: promoted when there is no current model
+    (nothing to protect), held back while another canary is on trial, a canary otherwise."""
+    if judged is not None and judged.verdict is CanaryVerdict.WAITING:
+        on_trial = f"Canary {judged.model} still on trial ({judged.reason})"
+        return replace(decision, judged=judged, blockers=(*decision.blockers, on_trial))
+    return replace(decision, canary=has_current, judged=judged)
