@@ -77,3 +77,9 @@ def test_a_canary_is_promoted_once_it_drove_under_supervision(cli, synth_copy: P
     assert judged["model"] == canary_id and judged["verdict"] == "promoted", judged
     assert current_id(synth_copy) == canary_id
     assert fourth["publication"]["canary"] is True and fourth["promote"] is False
+    # `models` shows how each model drove, as the newest model.json that reports it says.
+    listed = {e["id"]: e for e in cli("models", str(synth_copy)).of("model")}
+    field_report = listed[canary_id]["field"]
+    assert field_report["reportedBy"] == fourth["published"]["id"]
+    assert field_report["supervisedSeconds"] >= 30 and "field" not in listed[first_id]
+    assert listed[fourth["published"]["id"]]["canary"] is True and "canary" not in listed[first_id]

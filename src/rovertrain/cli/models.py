@@ -6,26 +6,44 @@ from pathlib import Path
 
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.contracts.json_types import JsonObject
 from rovertrain.protocol.console import console_line
 from rovertrain.protocol.events import EventStream
-from rovertrain.store.catalogue import ModelRecord, catalogue
+from rovertrain.store.catalogue import ModelRecord, catalogue, field_record
 
 
-def describe(record: ModelRecord) -> str:
+def describe(record: ModelRecord, field: JsonObject | None) -> str:
     state = "ok" if record.valid else "INVALID: " + "; ".join(record.problems)
-    return (
+    line = (
         f"{record.id}  {record.name or '?':<28} steps={record.steps} "
-        f"{record.evaluation}  promote={record.promote}  {state}"
+        f"{record.evaluation}  promote={record.promote}{'  canary' if record.canary else ''}"
+        f"  {state}"
     )
+    if field is not None:
+        per_10 = field.get("takeOversPer10Minutes")
+        line += (
+            f"\n    field: {field.get('supervisedSeconds')} s supervised, "
+            f"{field.get('takeOvers')} take-overs"
+            + ("" if not isinstance(per_10, int | float) else f" ({per_10:.1f} per 10 min)")
+        )
+    return line
 
 
 def list_models(root_text: str, stream: EventStream) -> int:
+    """Every checkpoint, and how it drove under supervision where a later model.json says."""
     root = Path(root_text).resolve()
     if not root.is_dir():
         raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
-    for record in catalogue(root):
-        stream.emit("model", **record.event_fields())
-        console_line(describe(record))
+    records = catalogue(root)
+    for record in records:
+        found = field_record(records, record.id)
+        fields = record.event_fields()
+        if record.canary:
+            fields["canary"] = True
+        if found is not None:
+            fields["field"] = {**found[0], "reportedBy": found[1]}
+        stream.emit("model", **fields)
+        console_line(describe(record, None if found is None else found[0]))
     return ExitCode.COMPLETED
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rovertrain.contracts.json_types import JsonObject, JsonValue
@@ -59,6 +60,8 @@ class ModelRecord:
     problems: tuple[str, ...]
     files: tuple[str, ...]
     canary: bool = False  # published as a canary (publication.canary): awaiting the field
+    field_reports: Mapping[str, JsonObject] = field(default_factory=dict)  # its model.json's
+    # `field`: how the models that drove its supervised sessions did
 
     def event_fields(self) -> JsonObject:
         """The fields of its `model` event."""
@@ -101,6 +104,7 @@ def catalogue(root: Path) -> list[ModelRecord]:
                 problems=tuple(problems),
                 files=tuple(files) if isinstance(files, dict) else (),
                 canary=isinstance(publication, dict) and publication.get("canary") is True,
+                field_reports=_reports(meta.get("field")),
             )
         )
     records.sort(key=lambda record: record.created_at or 0)
@@ -108,6 +112,22 @@ def catalogue(root: Path) -> list[ModelRecord]:
 
 
 # What the catalogue shows of a model.json value of the wrong type: nothing (None).
+
+
+def _reports(value: JsonValue | None) -> dict[str, JsonObject]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, dict)}
+
+
+def field_record(records: Sequence[ModelRecord], model_id: str) -> tuple[JsonObject, str] | None:
+    """How `model_id` drove in the field as the newest model.json that reports it says (the
+    job that trained it read the most supervised sessions), and that model's id."""
+    for record in reversed(records):  # oldest first: the newest report wins
+        report = record.field_reports.get(model_id)
+        if report is not None:
+            return report, record.id
+    return None
 
 
 def _text(value: JsonValue | None) -> str | None:
