@@ -83,3 +83,11 @@ def test_a_canary_is_promoted_once_it_drove_under_supervision(cli, synth_copy: P
     assert field_report["reportedBy"] == fourth["published"]["id"]
     assert field_report["supervisedSeconds"] >= 30 and "field" not in listed[first_id]
     assert listed[fourth["published"]["id"]]["canary"] is True and "canary" not in listed[first_id]
+    # The job's report draws the trend across models (here one model drove).
+    from rovertrain.cli.report import field_trend
+
+    rate = field_report["takeOversPer10Minutes"]
+    assert [r for _, r in field_trend(synth_copy)] == [pytest.approx(rate)]
+    job_dir = synth_copy / "training" / "jobs" / fourth["jobId"]
+    drawn = cli("report", str(job_dir), "--out", str(synth_copy / "report.png"))
+    assert drawn.code == 0 and (synth_copy / "report.png").stat().st_size > 10_000, drawn.stderr

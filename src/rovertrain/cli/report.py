@@ -36,23 +36,43 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
     events = load_events(job_dir)
     progress = [e for e in events if e["kind"] == "progress"]
     evaluations = [e for e in events if e["kind"] == "evaluation"]
-    datasets = [e for e in events if e["kind"] == "dataset"]
-    skipped = [e for e in events if e["kind"] == "skipped"]
     started = next((e for e in events if e["kind"] == "started"), {})
-    gate = started.get("gate", {})
     last = events[-1] if events else {}
     if last.get("kind") == "complete" and "f1" in (last.get("evaluation") or {}):
         evaluations = [*evaluations, {"steps": last["steps"], "metrics": last["evaluation"]}]
 
-    figure, axes = plt.subplots(2, 2, figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    ax = axes[0][0]
+    figure, axes = plt.subplots(2, 3, figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    loss_panel(axes[0][0], progress)
+    held_out_panel(axes[0][1], evaluations, started.get("gate", {}))
+    axes[1][0].plot([e["steps"] for e in progress], [e["examplesPerSecond"] for e in progress])
+    axes[1][0].set(title="Throughput (examples/s)", xlabel="step")
+    sessions_panel(axes[1][1], events)
+    field_panel(axes[0][2], Path(started["root"]) if "root" in started else None)
+    axes[1][2].axis("off")
+    figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
+    figure.tight_layout()
+    path = Path(out) if out else JobDir(job_dir).report
+    try:
+        with replacing(path) as temporary:
+            figure.savefig(temporary, format="png")
+    finally:
+        plt.close(figure)
+    for line in job_lines(events):
+        console_line(line)
+    console_line(f"report: {path}")
+    return {"path": str(path), "width": WIDTH_IN * DPI, "height": HEIGHT_IN * DPI}
+
+
+def loss_panel(ax: Any, progress: list[dict[str, Any]]) -> None:
     steps = [e["steps"] for e in progress]
     ax.plot(steps, [e["loss"] for e in progress], label="total")
     ax.plot(steps, [e["losses"]["events"] for e in progress], label="events")
     ax.plot(steps, [e["losses"]["commandValues"] for e in progress], label="command values")
     ax.set(title="Training loss", xlabel="step")
     ax.legend()
-    ax = axes[0][1]
+
+
+def held_out_panel(ax: Any, evaluations: list[dict[str, Any]], gate: dict[str, Any]) -> None:
     eval_steps = [e["steps"] for e in evaluations]
     for key, label, threshold in (
         ("f1", "F1", None),
@@ -72,10 +92,11 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
         ax.plot(eval_steps, change_recall, marker=".", label="recall of changes")
     ax.set(title="Held-out metrics (dotted: gate thresholds)", xlabel="step", ylim=(0, 1.05))
     ax.legend()
-    ax = axes[1][0]
-    ax.plot(steps, [e["examplesPerSecond"] for e in progress])
-    ax.set(title="Throughput (examples/s)", xlabel="step")
-    ax = axes[1][1]
+
+
+def sessions_panel(ax: Any, events: list[dict[str, Any]]) -> None:
+    datasets = [e for e in events if e["kind"] == "dataset"]
+    skipped = [e for e in events if e["kind"] == "skipped"]
     names = [e["sessionId"] for e in datasets]
     bottom = [0] * len(names)
     for category in ("none", "command", "stop"):
@@ -90,15 +111,31 @@ def write_report(job_dir_text: str, out: str | None) -> dict[str, Any]:
     if skipped:
         text = "\n".join(f"{e['sessionId']}: {e['reason'][:60]}" for e in skipped[:6])
         ax.text(0.98, 0.02, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
-    figure.suptitle(f"rovertrain job {last.get('jobId', job_dir.name)}")
-    figure.tight_layout()
-    path = Path(out) if out else JobDir(job_dir).report
-    try:
-        with replacing(path) as temporary:
-            figure.savefig(temporary, format="png")
-    finally:
-        plt.close(figure)
-    for line in job_lines(events):
-        console_line(line)
-    console_line(f"report: {path}")
-    return {"path": str(path), "width": WIDTH_IN * DPI, "height": HEIGHT_IN * DPI}
+
+
+def field_trend(root: Path) -> list[tuple[str, float]]:
+    """(model name, take-overs per 10 minutes of autonomy) for every published model, oldest
+    first, that drove under supervision, as the newest model.json that reports it says."""
+    from rovertrain.store.catalogue import catalogue, field_record
+
+    records = catalogue(root) if root.is_dir() else []
+    rows = []
+    for record in records:
+        found = field_record(records, record.id)
+        rate = None if found is None else found[0].get("takeOversPer10Minutes")
+        if isinstance(rate, int | float):
+            rows.append((record.name or record.id[:8], float(rate)))
+    return rows
+
+
+def field_panel(ax: Any, root: Path | None) -> None:
+    """The trend across published models (`field_trend`)."""
+    rows = field_trend(root) if root is not None else []
+    ax.set(title="Field: take-overs per 10 min of autonomy, by model")
+    if not rows:
+        ax.text(0.5, 0.5, "no supervised drives recorded", ha="center", va="center")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return
+    ax.plot([name for name, _ in rows], [rate for _, rate in rows], marker="o")
+    ax.tick_params(axis="x", labelrotation=30, labelsize=7)
