@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,3 +270,31 @@ def test_driven_by_is_informational_and_hostile_values_read_as_not_said(
     from rovertrain.data.recording import driving_model
 
     assert driving_model(driven_by) == model
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_node_recorder_marks_what_the_policy_sent(cli, synth_copy: Path) -> None:
+    """examples/supervisor/record.js: a teleop server's recording of a supervised drive (a
+    person to 8 s, the policy to 20 s, then a person again) reads as one take-over."""
+    source = sorted((synth_copy / "recordings").iterdir())[0]
+    meta = json.loads((source / "session.json").read_text())
+    lines = [json.loads(line) for line in (source / "commands.ndjson").read_text().splitlines()]
+    for line in lines:
+        if 8_000 <= line["t"] < 20_000:
+            line["by"] = "policy"
+    script = Path(__file__).parents[2] / "examples" / "supervisor" / "record.js"
+    video = source / meta["video"]["file"]
+    completed = subprocess.run(
+        ["node", str(script), str(synth_copy), "node-field-0001", str(video), "model-7"],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    folder = Path(json.loads(completed.stdout)["recorded"])
+    assert folder == synth_copy / "recordings" / "node-field-0001"
+    assert json.loads((folder / "session.json").read_text())["drivenBy"] == {"model": "model-7"}
+    written = [json.loads(line) for line in (folder / "commands.ndjson").read_text().splitlines()]
+    assert written == lines and sum("by" in line for line in written) > 0
+    inspected = cli("inspect", str(synth_copy), "node-field-0001")
+    assert inspected.code == 0, inspected.stderr
+    diagnostics = inspected.of("dataset")[0]["diagnostics"]
+    assert diagnostics["takeOvers"] == 1 and 100 < diagnostics["autonomousWindows"] <= 120
