@@ -87,7 +87,7 @@ def test_the_jobs_publication_step_promotes_and_current_json_verifies_it(
             job=SimpleNamespace(seed=0, actionThreshold=0.5, steeringDeadband=0.15,
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
-            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"]),
+            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict),
             evaluation=SimpleNamespace(status="passed imitation gate", to_json=to_json),
             decision=SimpleNamespace(promote=promote, distinct_minutes=3.0, to_json=to_json),
         )  # fmt: skip
