@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sim_checkpoints import driving_checkpoint
 
 from rovertrain.sim.carracing import track_seed
 from rovertrain.sim.carracing_drive import (
@@ -75,33 +77,18 @@ def test_race_summaries_and_margins() -> None:
 @pytest.fixture(scope="module")
 def carracing_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A hand-set policy on CarRacing's schema: fires `drive` every tick, half gas, straight."""
-    import torch
 
-    from rovertrain.learn.policy import Policy, specification
-    from rovertrain.store.publish import publish_checkpoint
-
-    root = tmp_path_factory.mktemp("carracing") / "root"
-    torch.manual_seed(5)
-    model = Policy().eval()
-    with torch.no_grad():
-        model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
+    def half_gas(model: Any) -> None:
         model.values.weight.zero_()
         model.values.bias.zero_()
         model.values.bias[4 + 2] = 0.55  # drive throttle (slot 1, value 2) about 0.5
+
     schema = [
         {"type": "stop", "values": [], "role": "stop"},
         {"type": "drive", "values": ["speed", "turn", "throttle"], "role": "movement"},
     ]
-    model_id = str(uuid.UUID(int=78))
-    metadata = {
-        "name": "carracing-test",
-        "createdAt": 1,
-        "specification": specification(schema),
-        "actionThreshold": 0.5,
-        "promote": True,
-    }
-    publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
-    return root / "training" / "checkpoints" / model_id
+    root = tmp_path_factory.mktemp("carracing") / "root"
+    return driving_checkpoint(root, 78, half_gas, schema)
 
 
 def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(

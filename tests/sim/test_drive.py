@@ -3,35 +3,15 @@ schema-valid events, its baselines on the same seeds, and the video and trajecto
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
-import torch
-
-from rovertrain.contracts.command_schema import initial_schema
-from rovertrain.learn.policy import Policy, specification
-from rovertrain.store.publish import publish_checkpoint
+from sim_checkpoints import driving_checkpoint
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("drive") / "root"
-    torch.manual_seed(4)
-    model = Policy().eval()
-    with torch.no_grad():  # fires drive (slot 1) and never stop: it moves
-        model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
-        model.values.bias[4] = 1.0  # drive speed (slot 1, value 0) about 0.76
-    model_id = str(uuid.UUID(int=77))
-    metadata = {
-        "name": "drive-test",
-        "createdAt": 1,
-        "specification": specification(initial_schema()),
-        "actionThreshold": 0.5,
-        "promote": True,
-    }
-    publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
-    return root / "training" / "checkpoints" / model_id
+    return driving_checkpoint(tmp_path_factory.mktemp("drive") / "root", 77)
 
 
 def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_path: Path) -> None:

@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from sim_checkpoints import driving_checkpoint
 
 from rovertrain.contracts.command_schema import HUMAN, POLICY, initial_schema
 from rovertrain.data.field import FieldFigures, pooled
-from rovertrain.learn.policy import Policy, specification
 from rovertrain.sim.field_drive import supervised_rollout
 from rovertrain.sim.rollout import rollout
 from rovertrain.sim.supervised import OBSTACLE, OFFSET, STALL, Envelope, breach, may_hand_back
-from rovertrain.store.publish import publish_checkpoint
 
 ENVELOPE = Envelope()
 
@@ -157,22 +155,7 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint that always drives on, straight ahead: it needs a person in every bend."""
-    root = tmp_path_factory.mktemp("supervised") / "root"
-    torch.manual_seed(4)
-    model = Policy().eval()
-    with torch.no_grad():
-        model.events.bias.copy_(torch.tensor([-6.0, 6.0] + [-6.0] * 6))
-        model.values.bias[4] = 1.0  # drive speed (slot 1, value 0) about 0.76
-    model_id = str(uuid.UUID(int=78))
-    metadata = {
-        "name": "supervised-test",
-        "createdAt": 1,
-        "specification": specification(initial_schema()),
-        "actionThreshold": 0.5,
-        "promote": True,
-    }
-    publish_checkpoint(root, model_id, dict(model.state_dict()), metadata)
-    return root / "training" / "checkpoints" / model_id
+    return driving_checkpoint(tmp_path_factory.mktemp("supervised") / "root", 78)
 
 
 def test_drive_supervised_records_sessions_the_next_job_reads(

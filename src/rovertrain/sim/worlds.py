@@ -21,12 +21,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
 from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
-from rovertrain.sim.world import AisleTrack, GentleTrack, ObstacleRules, RoadTrack, World
+from rovertrain.sim.world import AisleTrack, GentleTrack, ObstacleRules, RoadTrack, Track, World
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,28 @@ def human_opening(name: str, seed: int, namespace: str = ROLLOUT) -> SentCommand
     return scenario.kind.opening()
 
 
+@dataclass(frozen=True)
+class IndoorDraws:
+    """What an indoor world (warehouse, corridor) draws for a session after its track, in
+    the warehouse's original order (the same seed writes the same recordings)."""
+
+    reaction_ms: float
+    first_idle_ms: float
+    first_obstacle_ms: float
+    keepalive_ms: float
+    tint: tuple[float, float, float]
+
+    @staticmethod
+    def draw(rng: random.Random, reaction_ms: tuple[float, float]) -> IndoorDraws:
+        return IndoorDraws(
+            reaction_ms=rng.uniform(*reaction_ms),
+            first_idle_ms=rng.uniform(40_000, 80_000),
+            first_obstacle_ms=rng.uniform(8_000, 16_000),
+            keepalive_ms=KEEPALIVE_MS + rng.uniform(-10, 10),
+            tint=session_tint(rng),
+        )
+
+
 def build(
     name: str,
     rng: random.Random,
@@ -127,48 +150,33 @@ def build(
             events_rng=events_rng or rng,
             light_rng=light_rng or rng,
         )
-    elif name == "corridor":
-        track_shape = GentleTrack(
-            rng.uniform(0.12, 0.25), rng.uniform(10.0, 16.0), rng.uniform(0, 6.3)
-        )
-        reaction_ms = rng.uniform(120, 250)
-        first_idle = rng.uniform(40_000, 80_000)
-        first_obstacle = rng.uniform(8_000, 16_000)
-        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
-        tint = session_tint(rng)
-        level = rng.uniform(0.7, 1.1)
-        pull = rng.choice((-1.0, 1.0)) * rng.uniform(0.05, 0.15)
-        world = World(
-            track=track_shape,
-            pull=pull,
-            rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
-            renderer=AisleRenderer(texture, tint),
-            roles=kind.roles,
-            next_obstacle_ms=first_obstacle,
-            events_rng=events_rng or rng,
-            light_rng=light_rng or rng,
-            light_range=(level - 0.1, level + 0.1),
-            light=level,
-        )
     else:
-        track = AisleTrack.generate(rng)
-        reaction_ms = rng.uniform(120, 450)
-        first_idle = rng.uniform(40_000, 80_000)
-        first_obstacle = rng.uniform(8_000, 16_000)
-        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
-        tint = session_tint(rng)
-        level = rng.uniform(0.6, 1.15)
+        track: Track = (
+            AisleTrack.generate(rng)
+            if name == "warehouse"
+            else GentleTrack(rng.uniform(0.12, 0.25), rng.uniform(10.0, 16.0), rng.uniform(0, 6.3))
+        )
+        draws = IndoorDraws.draw(rng, (120, 450) if name == "warehouse" else (120, 250))
+        reaction_ms, first_idle = draws.reaction_ms, draws.first_idle_ms
+        keepalive, first_obstacle = draws.keepalive_ms, draws.first_obstacle_ms
+        if name == "warehouse":
+            level = rng.uniform(0.6, 1.15)
+            extra: dict[str, Any] = {"light_range": (level - 0.12, level + 0.12)}
+            extra["bystander_gap"] = (20.0, 45.0)
+        else:
+            level = rng.uniform(0.7, 1.1)
+            extra = {"light_range": (level - 0.1, level + 0.1)}
+            extra["pull"] = rng.choice((-1.0, 1.0)) * rng.uniform(0.05, 0.15)
         world = World(
             track=track,
             rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
-            renderer=AisleRenderer(texture, tint),
+            renderer=AisleRenderer(texture, draws.tint),
             roles=kind.roles,
             next_obstacle_ms=first_obstacle,
             events_rng=events_rng or rng,
             light_rng=light_rng or rng,
-            light_range=(level - 0.12, level + 0.12),
             light=level,
-            bystander_gap=(20.0, 45.0),
+            **extra,
         )
     human = HumanDriver(driver_rng or rng, profile, reaction_ms, first_idle, keepalive, kind.style)
     return Scenario(kind, world, human)
