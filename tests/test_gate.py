@@ -220,9 +220,12 @@ def field(minutes: float, autonomous_share: float, take_overs: int) -> FieldFigu
         (None, None, CanaryVerdict.WAITING, "drove 0.0 of 10 supervised minutes"),
         (field(9.9, 1.0, 0), field(60, 1.0, 9), CanaryVerdict.WAITING, "9.9 of 10"),
         (field(10, 0.0, 4), None, CanaryVerdict.REJECTED, "without any autonomous time"),
-        (field(10, 1.0, 1), None, CanaryVerdict.PROMOTED, "no field record"),
-        (field(10, 1.0, 1), field(60, 0.0, 3), CanaryVerdict.PROMOTED, "no field record"),
-        (field(10, 1.0, 1), field(20, 1.0, 4), CanaryVerdict.PROMOTED, "1.0 take-overs per 10"),
+        (field(10, 1.0, 1), None, CanaryVerdict.PROMOTED, "less than 10 minutes of field record"),
+        (field(10, 1.0, 1), field(60, 0.0, 3), CanaryVerdict.PROMOTED, "less than 10 minutes"),
+        # A current model's few clean minutes are no record to beat.
+        (field(10, 1.0, 1), field(0.1, 1.0, 0), CanaryVerdict.PROMOTED, "less than 10 minutes"),
+        (field(10, 1.0, 1), field(20, 1.0, 4), CanaryVerdict.PROMOTED, "model's 2.0"),
+        (field(10, 1.0, 0), field(20, 1.0, 0), CanaryVerdict.PROMOTED, "model's 0.0"),  # both clean
         (field(10, 1.0, 2), field(20, 1.0, 4), CanaryVerdict.REJECTED, "no fewer"),  # 2.0 = 2.0
         (field(10, 0.5, 2), field(20, 1.0, 4), CanaryVerdict.REJECTED, "4.0 take-overs"),
     ],
@@ -250,3 +253,4 @@ def test_a_canary_is_published_not_promoted_and_says_why() -> None:
         publication_decision(history, GateStatus.NOT_MET, None, PUBLICATION), canary=True
     )
     assert not blocked.promote and blocked.reason == GateStatus.NOT_MET  # the blocker, not canary
+    assert "canary" not in blocked.to_json()  # a candidate that failed is never a canary

@@ -167,6 +167,7 @@ class CanaryJudgement:
     model: str
     verdict: CanaryVerdict
     reason: str
+    name: str | None = None  # the canary's friendly name (current.json's)
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "verdict": str(self.verdict), "reason": self.reason}
@@ -205,7 +206,7 @@ class PublicationDecision:
             "requiredNewMinutes": self.required_new_minutes,
             "reason": self.reason,
         }
-        if self.canary:
+        if self.canary and not self.blockers:
             document["canary"] = True
         if self.judged is not None:
             document["judgedCanary"] = self.judged.to_json()
@@ -267,11 +268,19 @@ def canary_verdict(
     """Whether a canary (a candidate published, not promoted, under `canaryMinutes`) replaces
     the current model, from the field figures of the recordings each drove: the canary once it
     drove `minutes` supervised with fewer take-overs per 10 minutes of autonomy than the
-    current model. A current model without a field record has no rate to beat: minutes
-    suffice (say so, the operator reads it)."""
+    current model, or none where the current model had none either. A current model with
+    fewer than `minutes` of field record has no rate to beat: the canary's minutes suffice
+    (the reason says so, the operator reads it)."""
     driven = 0.0 if canary is None else canary.supervised_seconds / 60.0
     rate = None if canary is None else canary.take_overs_per_10_min
-    current_rate = None if current is None else current.take_overs_per_10_min
+    on_record = current is not None and current.supervised_seconds / 60.0 >= minutes
+    current_rate = current.take_overs_per_10_min if current is not None and on_record else None
+    better = (
+        rate is not None
+        and current_rate is not None
+        and (rate < current_rate or rate == current_rate == 0)
+    )
+    words = f"{rate or 0:.1f} take-overs per 10 min over {driven:.1f} supervised minutes"
     conditions = (
         (
             driven < minutes,
@@ -286,22 +295,19 @@ def canary_verdict(
         (
             current_rate is None,
             CanaryVerdict.PROMOTED,
-            f"drove {driven:.1f} supervised minutes ({rate or 0:.1f} take-overs per 10 min); the "
-            "current model has no field record to compare with",
+            f"{words}; the current model has less than {minutes:g} minutes of field record to compare with",
         ),
         (
-            (rate or 0) < (current_rate or 0),
+            better,
             CanaryVerdict.PROMOTED,
-            f"{rate or 0:.1f} take-overs per 10 min against the current model's "
-            f"{current_rate or 0:.1f}, over {driven:.1f} supervised minutes",
+            f"{words}, against the current model's {current_rate or 0:.1f}",
         ),
     )
     for applies, verdict, reason in conditions:
         if applies:
             return verdict, reason
     return CanaryVerdict.REJECTED, (
-        f"{rate or 0:.1f} take-overs per 10 min, no fewer than the current model's "
-        f"{current_rate or 0:.1f}, over {driven:.1f} supervised minutes"
+        f"{words}: no fewer than the current model's {current_rate or 0:.1f}"
     )
 
 

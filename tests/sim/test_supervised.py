@@ -149,7 +149,10 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     figures = metrics.field_figures
     assert figures is not None and figures.take_overs == len(take_overs)
     assert 0.1 < (figures.policy_share or 0) < 0.9
-    assert figures.supervised_seconds == 60.0
+    # From the commands, as a job reads the recording: the window of the operator's opening
+    # command is the person's, the policy's time starts with the next one.
+    assert figures.supervised_seconds == pytest.approx(59.9)
+    assert figures.reasons == {OFFSET: len(take_overs), OBSTACLE: 0, STALL: 0}
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +188,11 @@ def test_drive_supervised_records_sessions_the_next_job_reads(
         inspected = cli("inspect", str(field_root), session)
         assert inspected.code == 0, inspected.stderr
         diagnostics = inspected.of("dataset")[0]["diagnostics"]
-        assert diagnostics["takeOvers"] == event["field"]["takeOvers"]
-        autonomous_windows = event["field"]["autonomousSeconds"] * 10
-        assert (
-            abs(diagnostics["autonomousWindows"] - autonomous_windows)
-            <= 2 + event["field"]["takeOvers"] * 2
-        ), (diagnostics, event["field"])
+        field_figures = event["field"]
+        assert diagnostics["takeOvers"] == field_figures["takeOvers"]
+        # One definition: what the drive reported is what the job reads from the recording.
+        assert abs(diagnostics["autonomousWindows"] - field_figures["autonomousSeconds"] * 10) <= 1
+        assert abs(diagnostics["supervisedWindows"] - field_figures["supervisedSeconds"] * 10) <= 1
     # A recording is never overwritten: the same model on the same seed is refused.
     again = cli(*args, "--seed", "4")
     assert again.code != 0 and "already recorded" in again.stderr + json.dumps(again.events)

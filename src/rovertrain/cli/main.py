@@ -469,7 +469,7 @@ def replay(
     "--supervised",
     is_flag=True,
     help="Drive fresh (field) worlds while the human model watches and takes over outside "
-    "the safety envelope; reports take-overs (road, warehouse).",
+    "the safety envelope; reports take-overs (road, warehouse, corridor).",
 )
 @click.option(
     "--record",
@@ -497,6 +497,7 @@ def drive(
     if supervised and out is not None:
         raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
+    seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
 
     def body(stream: EventStream) -> int:
         from rovertrain.deploy.drive import default_seconds, drive_policy

@@ -135,7 +135,7 @@ class SessionResult:
     def field_figures(self) -> FieldFigures | None:
         """How a policy drove this session under supervision (None: a person drove it all)."""
         labels = self.labels
-        if not labels.supervised_windows:
+        if not labels.supervised_windows and not labels.take_overs:
             return None
         return FieldFigures(
             supervised_seconds=labels.supervised_windows * TICK_MS / 1000.0,

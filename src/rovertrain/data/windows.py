@@ -17,14 +17,16 @@ movement-role commands only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Schema, is_stop
+from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Role, Schema, is_stop
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
+from rovertrain.data.field import FieldFigures
 from rovertrain.data.recording import Command
 from rovertrain.runtime.state import encode_states, last_before, value_row
 
@@ -69,6 +71,24 @@ def supervised_windows(autonomous: np.ndarray) -> int:
     """Windows from the first one a policy drove to the end: the time it was meant to drive
     (field figures' `supervisedSeconds`; before it, a person drove to the hand-over)."""
     return int(len(autonomous) - np.argmax(autonomous)) if autonomous.any() else 0
+
+
+def driving_field_figures(
+    ticks: np.ndarray, commands: Sequence[Command], roles: Mapping[str, str]
+) -> FieldFigures:
+    """A drive's field figures from its commands alone, by the definitions a job applies to
+    a recording (`who_drives`, `supervised_windows`): what `drive --supervised` reports of a
+    rollout is what the next job reads from its recording."""
+    schema: Schema = [
+        {"type": kind, "values": [], "role": cast(Role, role)} for kind, role in roles.items()
+    ]
+    ordered = sorted(commands, key=lambda command: command.t)
+    autonomous, take_overs = who_drives(ticks, ordered, schema)
+    return FieldFigures(
+        supervised_seconds=supervised_windows(autonomous) * TICK_MS / 1000.0,
+        autonomous_seconds=int(autonomous.sum()) * TICK_MS / 1000.0,
+        take_overs=take_overs,
+    )
 
 
 def who_drives(

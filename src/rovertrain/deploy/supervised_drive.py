@@ -69,7 +69,7 @@ def drive_supervised(
             ErrorCode.USAGE, f"--supervised drives {', '.join(WORLDS)}; not {world!r}."
         )
     loaded = load_policy(checkpoint)
-    model = str(loaded.identity.get("id", "model"))
+    model = str(loaded.identity.get("id") or "model")
     root = Path(record).resolve() if record is not None else None
     sessions = planned_sessions(root, world, model, seeds)
     envelope = Envelope()

@@ -16,26 +16,41 @@ from dataclasses import replace
 from pathlib import Path
 
 from rovertrain.data.dataset import Dataset
-from rovertrain.gate import CanaryJudgement, CanaryVerdict, PublicationDecision, canary_verdict
+from rovertrain.gate import (
+    CanaryJudgement,
+    CanaryVerdict,
+    GateStatus,
+    PublicationDecision,
+    canary_verdict,
+)
 from rovertrain.store.catalogue import ModelRecord, catalogue
 from rovertrain.store.current import read_current, write_current
 
 
 def pending_canary(root: Path) -> tuple[ModelRecord | None, str | None]:
-    """(the canary awaiting judgement, the current model's id); each None when there is none."""
+    """(the canary awaiting judgement, the current model's id); each None when there is none.
+    Only a checkpoint that verifies and passed the gate counts as a canary."""
     records = catalogue(root)
     pointer, folder, _ = read_current(root)
     current = str(pointer["id"]) if pointer is not None and folder is not None else None
     since = next((r.created_at or 0 for r in records if r.id == current), 0)
-    waiting = [r for r in records if r.canary and r.valid and (r.created_at or 0) > since]
+    waiting = [
+        r
+        for r in records
+        if r.canary
+        and r.valid
+        and r.evaluation == GateStatus.PASSED
+        and (r.created_at or 0) > since
+    ]
     return (waiting[-1] if waiting else None), current
 
 
 def judge_canary(
     root: Path, dataset: Dataset, minutes: float
 ) -> tuple[CanaryJudgement | None, bool]:
-    """Judge the pending canary on this job's recordings and promote it when it earned it.
-    Returns (the judgement, None without a canary; whether a current model exists now)."""
+    """Judge the pending canary on this job's recordings (`promote_canary` applies a
+    promotion once this job's own checkpoint is published). Returns (the judgement, None
+    without a canary; whether a current model exists once it is applied)."""
     canary, current = pending_canary(root)
     if canary is None:
         return None, current is not None
@@ -43,19 +58,23 @@ def judge_canary(
     verdict, reason = canary_verdict(
         field.get(canary.id), None if current is None else field.get(current), minutes
     )
-    if verdict is CanaryVerdict.PROMOTED:
-        write_current(root, canary.id, canary.name)
-    return CanaryJudgement(
-        canary.id, verdict, reason
-    ), True if current else verdict is CanaryVerdict.PROMOTED
+    exists = current is not None or verdict is CanaryVerdict.PROMOTED
+    return CanaryJudgement(canary.id, verdict, reason, canary.name), exists
+
+
+def promote_canary(root: Path, judged: CanaryJudgement | None) -> None:
+    """Point current.json at the judged canary when it earned it."""
+    if judged is not None and judged.verdict is CanaryVerdict.PROMOTED:
+        write_current(root, judged.model, judged.name)
 
 
 def canary_decision(
     decision: PublicationDecision, judged: CanaryJudgement | None, has_current: bool
 ) -> PublicationDecision:
     """This job's candidate under `canaryMinutes`: promoted when there is no current model
-    (nothing to protect), held back while another canary is on trial, a canary otherwise."""
+    (nothing to protect), held back while another canary is on trial, a canary otherwise
+    (only one that passes: a blocked candidate is published as it always was)."""
     if judged is not None and judged.verdict is CanaryVerdict.WAITING:
         on_trial = f"Canary {judged.model} still on trial ({judged.reason})"
         return replace(decision, judged=judged, blockers=(*decision.blockers, on_trial))
-    return replace(decision, canary=has_current, judged=judged)
+    return replace(decision, canary=has_current and not decision.blockers, judged=judged)

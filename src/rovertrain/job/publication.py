@@ -102,7 +102,8 @@ def carry_over(
     optimizer: torch.optim.Optimizer,
 ) -> None:
     """Update the counters for the next job and save the resume state atomically."""
-    if candidate.decision.promote:
+    decision = candidate.decision
+    if decision.promote or (decision.canary and not decision.blockers):  # a canary counts
         state.last_published = candidate.steps
         state.published_windows = state.distinct_window_count()
     state.steps, state.examples = candidate.steps, candidate.examples

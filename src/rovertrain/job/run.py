@@ -361,6 +361,10 @@ def publish_and_save(
         decision=decision,
     )
     published = publish(run.root, candidate, run.state, trainee.model)
+    if decision.judged is not None:  # a canary judged promoted, once this job's is safe
+        from rovertrain.job.canary import promote_canary
+
+        promote_canary(run.root, decision.judged)
     announce_published(run.stream, published, decision.promote)
     carry_over(run.root, run.state, candidate, trainee.model, trainee.optimizer)
     run.diagnostics.seconds("checkpointSeconds", time.monotonic() - started)

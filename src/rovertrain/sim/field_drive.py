@@ -11,12 +11,18 @@ sent, the policy's marked `by: policy`, and in session.json the model that drove
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rovertrain.data.recording import CommandLine
+import numpy as np
+
+from rovertrain.contracts.observation import TICK_MS
+from rovertrain.data.field import FieldFigures
+from rovertrain.data.recording import Command, CommandLine
+from rovertrain.data.windows import driving_field_figures
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
@@ -28,6 +34,7 @@ from rovertrain.sim.rollout import (
 )
 from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
 from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
+from rovertrain.store.durable import fsync_directory, rename_no_replace
 from rovertrain.store.layout import Layout
 
 RECORDED_FPS = 1000 // FRAME_MS
@@ -68,8 +75,22 @@ def supervised_rollout(
     driver = SupervisedDriver(policy, scenario.human, human_opening(world, seed, FIELD), envelope)
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
     metrics = rollout_metrics(trace, seed)
-    figures = driver.log.figures(seconds * 1000.0)
-    return replace(metrics, field_figures=figures), trace, driver.log
+    return (
+        replace(metrics, field_figures=rollout_field(trace, driver.log, world)),
+        trace,
+        driver.log,
+    )
+
+
+def rollout_field(trace: RolloutTrace, log: SupervisionLog, world: str) -> FieldFigures:
+    """The rollout's field figures as the next job will read them from its recording (the
+    commands sent, windows of 100 ms: `driving_field_figures`), with the envelope's reasons
+    for the take-overs (the log's; a take-over while the policy had sent nothing since the
+    hand-back is the envelope's but not the recording's: it can count one more)."""
+    ticks = np.arange(0.0, trace.seconds * 1000.0, TICK_MS)
+    commands = [Command(c.t, c.type, c.values or {}, c.by) for c in trace.commands]
+    figures = driving_field_figures(ticks, commands, WORLDS[world].roles)
+    return replace(figures, reasons=log.reasons())
 
 
 def record_supervised(
@@ -99,7 +120,11 @@ def record_supervised(
             session.session_id, session.rover, FIELD_PROFILE, H264.file, 0.0, WORLDS[world].roles
         )
         files.write(staging, commands, driven_by={"model": session.model})
-        staging.rename(final)
+        for written in staging.iterdir():  # complete on disk before it is named
+            with open(written, "rb") as handle:
+                os.fsync(handle.fileno())
+        rename_no_replace(staging, final)
+        fsync_directory(final.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

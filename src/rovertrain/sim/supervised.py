@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rovertrain.data.field import FieldFigures
 from rovertrain.sim.drivers import (
     Camera,
     HumanDriver,
@@ -29,7 +28,7 @@ from rovertrain.sim.drivers import (
     TickPolicy,
     commands_from_decision,
 )
-from rovertrain.sim.world import METRES_PER_SPEED, REST_RANGE, STEP_MS, World
+from rovertrain.sim.world import METRES_PER_SPEED, REST_RANGE, World
 
 OFFSET, OBSTACLE, STALL = "offset", "obstacle", "stall"
 REASONS = (OFFSET, OBSTACLE, STALL)
@@ -111,11 +110,11 @@ class Intervention:
 
 @dataclass
 class SupervisionLog:
-    """Who drove when: the hand-over, every take-over and hand-back, and the autonomous time."""
+    """Who drove when: the hand-over, every take-over and hand-back (the figures come from
+    the commands sent: `field_drive.rollout_field`)."""
 
     handed_over_ms: float | None = None
     interventions: list[Intervention] = field(default_factory=list)
-    autonomous_ms: float = 0.0
 
     @property
     def take_overs(self) -> list[Intervention]:
@@ -126,15 +125,6 @@ class SupervisionLog:
         for event in self.take_overs:
             counts[str(event.reason)] += 1
         return counts
-
-    def figures(self, end_ms: float) -> FieldFigures:
-        start = self.handed_over_ms if self.handed_over_ms is not None else end_ms
-        return FieldFigures(
-            supervised_seconds=max(0.0, end_ms - start) / 1000.0,
-            autonomous_seconds=self.autonomous_ms / 1000.0,
-            take_overs=len(self.take_overs),
-            reasons=self.reasons(),
-        )
 
 
 class SupervisedPolicy(TickPolicy, Protocol):
@@ -187,8 +177,6 @@ class SupervisedDriver:
                 for command in decided:
                     sent.append(command.from_policy())
                     self.observe(sent[-1])
-        if not self.human_drives:
-            self.log.autonomous_ms += STEP_MS
         return sent
 
     def person(self, world: World, camera: Camera) -> list[SentCommand]:
