@@ -40,6 +40,7 @@ from rovertrain.data.sampling import (
     selection_capacity,
     session_rng,
     split_tail,
+    with_corrections_repeated,
 )
 from rovertrain.data.settings import Decoding, Sampling
 from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
@@ -525,6 +526,11 @@ def _process_session(
             fraction = request.sampling.selectionFraction
             head, tail = split_tail(labelled.usable, fraction)
             indices = sample_windows(head, categories, False, per_session, rng)
+            repeats = request.sampling.takeOverRepeats
+            if repeats > 1 and labels.corrections.any():
+                room = 3 * category_capacity(per_session) - len(indices)
+                corrections = labels.corrections.tolist()
+                indices = with_corrections_repeated(indices, corrections, repeats, room)
             builders.training.add(frames.frames, labels, indices)
             capacity = selection_capacity(per_session, fraction)
             tail = sample_windows(tail, categories, True, capacity, rng)

@@ -87,3 +87,12 @@ def split_tail(usable: Sequence[int], fraction: float) -> tuple[list[int], list[
         return list(usable), []
     cut = len(usable) - tail_size
     return list(usable[: max(0, cut - SELECTION_GAP_WINDOWS)]), list(usable[cut:])
+
+
+def with_corrections_repeated(
+    indices: Sequence[int], corrections: Sequence[bool], repeats: int, room: int
+) -> list[int]:
+    """`indices` with each correction window (`corrections[i]`) taken `repeats` times in all,
+    as many extra copies as `room` allows, in time order (a weight by repetition)."""
+    extra = [index for index in indices if corrections[index]] * (repeats - 1)
+    return sorted([*indices, *extra[: max(0, room)]])

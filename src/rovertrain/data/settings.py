@@ -43,3 +43,12 @@ class Sampling:
         "the weights to publish and to stop when they stop improving (0: train every pass, "
         "publish the last weights)",
     )
+    takeOverRepeats: int = knob(
+        1,
+        1,
+        10,
+        integer=True,
+        doc="supervised recordings: a person's training windows in the 2 s after a take-over "
+        "are sampled this many times (1: like every other window; docs/learning.md, "
+        '"Learning from take-overs")',
+    )

@@ -46,6 +46,7 @@ class Labels:
     unsupported_command_events: int
     autonomous: np.ndarray  # bool [N]: a policy drove, no person's command landed
     take_overs: int  # a person's commands right after a policy's
+    corrections: np.ndarray  # bool [N]: within CORRECTION_MS after a take-over began
 
 
 def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.ndarray, int]:
@@ -65,6 +66,24 @@ def control_figures(ticks: np.ndarray, commands: Sequence[Command]) -> tuple[np.
     )
     take_overs = int((by_policy[:-1] & ~by_policy[1:]).sum())
     return driven & ~lands, take_overs
+
+
+CORRECTION_MS = 2_000.0
+"""How long after a take-over a person's windows count as the correction (`takeOverRepeats`)."""
+
+
+def correction_windows(ticks: np.ndarray, commands: Sequence[Command]) -> np.ndarray:
+    """bool [N]: windows that start within CORRECTION_MS after a take-over (a person's stop- or
+    movement-role command right after a policy's) among `commands` (those roles, by time)."""
+    by_policy = np.asarray([command.by == POLICY for command in commands], dtype=bool)
+    starts = ticks.astype(np.float64)
+    marked = np.zeros(len(ticks), dtype=bool)
+    if len(by_policy) < 2:
+        return marked
+    times = np.asarray([command.t for command in commands], dtype=np.float64)
+    for t in times[1:][by_policy[:-1] & ~by_policy[1:]]:
+        marked |= (starts + TICK_MS > t) & (starts < t + CORRECTION_MS)
+    return marked
 
 
 def supervised_windows(autonomous: np.ndarray) -> int:
@@ -96,9 +115,14 @@ def who_drives(
 ) -> tuple[np.ndarray, int]:
     """`control_figures` over the stop- and movement-role commands (a person's horn is no
     take-over)."""
+    return control_figures(ticks, driving_commands(commands, schema))
+
+
+def driving_commands(commands: Sequence[Command], schema: Schema) -> list[Command]:
+    """The stop- and movement-role commands, by time: the ones that say who drives."""
     roles = {slot["type"]: slot["role"] for slot in schema}
     driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
-    return control_figures(ticks, sorted(driving, key=lambda c: c.t))
+    return sorted(driving, key=lambda c: c.t)
 
 
 def command_table(
@@ -147,6 +171,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         else:
             by_slot.setdefault(slot, []).append(command)
     autonomous, take_overs = who_drives(ticks, commands, schema)
+    corrections = correction_windows(ticks, driving_commands(commands, schema))
     if count == 0:
         return Labels(
             states=states.reshape(0, -1),
@@ -159,6 +184,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             unsupported_command_events=0,
             autonomous=autonomous,
             take_overs=take_overs,
+            corrections=corrections,
         )
     span_end = ticks_f[-1] + TICK_MS
     unsupported, unsupported_events = unsupported_windows(other_times, ticks_f)
@@ -204,6 +230,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         unsupported_command_events=unsupported_events,
         autonomous=autonomous,
         take_overs=take_overs,
+        corrections=corrections,
     )
 
 

@@ -75,6 +75,7 @@ class Config:
         "resendValueWeight",
         "typeChangeEventWeight",
         "selectionFraction",
+        "takeOverRepeats",
         "selectEverySteps",
         "weightAverageDecay",
         "patience",
