@@ -135,14 +135,7 @@ class SessionResult:
 
     def field_figures(self) -> FieldFigures | None:
         """How a policy drove this session under supervision (None: a person drove it all)."""
-        labels = self.labels
-        if not labels.supervised_windows and not labels.take_overs:
-            return None
-        return FieldFigures(
-            supervised_seconds=labels.supervised_windows * TICK_MS / 1000.0,
-            autonomous_seconds=labels.autonomous_windows * TICK_MS / 1000.0,
-            take_overs=labels.take_overs,
-        )
+        return field_figures_of(self.labels)
 
     def diagnostics(self) -> dict[str, Any]:
         return {
@@ -165,6 +158,26 @@ class SessionResult:
         return {"sessionId": self.session_id, **self.diagnostics()}
 
 
+def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
+    """A session's field figures from its labels (None: a person drove it all)."""
+    if not labels.supervised_windows and not labels.take_overs:
+        return None
+    return FieldFigures(
+        supervised_seconds=labels.supervised_windows * TICK_MS / 1000.0,
+        autonomous_seconds=labels.autonomous_windows * TICK_MS / 1000.0,
+        take_overs=labels.take_overs,
+    )
+
+
+class PolicyDroveAll(SkipSession):
+    """A session a policy drove throughout: nothing to imitate (skipped, `no_windows`), but
+    its autonomous minutes are field evidence for the model that drove (`field_by_model`)."""
+
+    def __init__(self, driven_by: str | None, figures: FieldFigures | None):
+        super().__init__("no_windows", "no usable window: a policy drove every window")
+        self.driven_by, self.figures = driven_by, figures
+
+
 @dataclass
 class Dataset:
     schema: Schema
@@ -178,6 +191,7 @@ class Dataset:
     control_profiles: list[str] = field(default_factory=list)
     observed_windows: dict[str, int] = field(default_factory=dict)
     decode_seconds: float = 0.0
+    autonomous_only: list[tuple[str | None, FieldFigures]] = field(default_factory=list)
 
     def of_partition(self, partition: Partition) -> list[SessionResult]:
         return [result for result in self.sessions if result.partition is partition]
@@ -197,10 +211,10 @@ class Dataset:
         """Field figures of the supervised sessions, pooled per model that drove them
         (session.json `drivenBy`; UNKNOWN_MODEL where a recording does not say)."""
         grouped: dict[str, list[FieldFigures]] = {}
-        for result in self.sessions:
-            figures = result.field_figures()
+        rows = [(result.driven_by, result.field_figures()) for result in self.sessions]
+        for model, figures in [*rows, *self.autonomous_only]:
             if figures is not None:
-                grouped.setdefault(result.driven_by or UNKNOWN_MODEL, []).append(figures)
+                grouped.setdefault(model or UNKNOWN_MODEL, []).append(figures)
         return {model: pooled(rows) for model, rows in sorted(grouped.items())}
 
 
@@ -475,13 +489,10 @@ def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
     stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
     # A window a policy drove and nobody corrected holds no decision of a person's.
     usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
+    if not usable and len(labels.autonomous) and labels.autonomous.all():
+        raise PolicyDroveAll(recording.driven_by, field_figures_of(summary(labels)))
     if not usable:
-        why = (
-            "a policy drove every window"
-            if labels.autonomous.all()
-            else "no frame near any 100 ms tick"
-        )
-        raise SkipSession("no_windows", f"no usable window: {why}")
+        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
     return _Labelled(
         schema=schema,
         labels=labels,
@@ -507,6 +518,8 @@ def _process_session(
     try:
         labelled = _label(session, dataset.schema, held_out)
     except SkipSession as skip:
+        if isinstance(skip, PolicyDroveAll) and skip.figures is not None:
+            dataset.autonomous_only.append((skip.driven_by, skip.figures))
         _skip(dataset, stream, session_id, partition, skip)
         return
     except Exception as error:  # defence in depth: one session never ends the job
