@@ -7,9 +7,10 @@ from pathlib import Path
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.contracts.json_types import JsonObject
+from rovertrain.data.field import FieldFigures
 from rovertrain.protocol.console import console_line
 from rovertrain.protocol.events import EventStream
-from rovertrain.store.catalogue import ModelRecord, catalogue, field_record
+from rovertrain.store.catalogue import ModelRecord, catalogue, field_reports
 
 
 def describe(record: ModelRecord, field: JsonObject | None) -> str:
@@ -19,14 +20,7 @@ def describe(record: ModelRecord, field: JsonObject | None) -> str:
         f"{record.evaluation}  promote={record.promote}{'  canary' if record.canary else ''}"
         f"  {state}"
     )
-    if field is not None:
-        per_10 = field.get("takeOversPer10Minutes")
-        line += (
-            f"\n    field: {field.get('supervisedSeconds')} s supervised, "
-            f"{field.get('takeOvers')} take-overs"
-            + ("" if not isinstance(per_10, int | float) else f" ({per_10:.1f} per 10 min)")
-        )
-    return line
+    return line if field is None else f"{line}\n    {FieldFigures.of_event(field).words()}"
 
 
 def list_models(root_text: str, stream: EventStream) -> int:
@@ -35,11 +29,10 @@ def list_models(root_text: str, stream: EventStream) -> int:
     if not root.is_dir():
         raise RovertrainError("root_unavailable", f"The data root {root} does not exist.")
     records = catalogue(root)
+    reports = field_reports(records)
     for record in records:
-        found = field_record(records, record.id)
+        found = reports.get(record.id)
         fields = record.event_fields()
-        if record.canary:
-            fields["canary"] = True
         if found is not None:
             fields["field"] = {**found[0], "reportedBy": found[1]}
         stream.emit("model", **fields)

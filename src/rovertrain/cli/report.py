@@ -116,12 +116,13 @@ def sessions_panel(ax: Any, events: list[dict[str, Any]]) -> None:
 def field_trend(root: Path) -> list[tuple[str, float]]:
     """(model name, take-overs per 10 minutes of autonomy) for every published model, oldest
     first, that drove under supervision, as the newest model.json that reports it says."""
-    from rovertrain.store.catalogue import catalogue, field_record
+    from rovertrain.store.catalogue import catalogue, field_reports
 
     records = catalogue(root) if root.is_dir() else []
+    reports = field_reports(records)
     rows = []
     for record in records:
-        found = field_record(records, record.id)
+        found = reports.get(record.id)
         rate = None if found is None else found[0].get("takeOversPer10Minutes")
         if isinstance(rate, int | float):
             rows.append((record.name or record.id[:8], float(rate)))

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rovertrain.data.field import FieldFigures
 from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.layout import Layout
 
@@ -123,7 +124,7 @@ def drive_lines(event: dict[str, Any]) -> list[str]:
             + f", {obstacles['collided']} hit"
         )
         if "field" in row:
-            lines.append("  " + field_words(row["field"]))
+            lines.append("  " + FieldFigures.of_event(row["field"]).words())
     for name, gap in event["margins"].items():
         stops = gap["stopRate"]
         lines.append(
@@ -131,20 +132,6 @@ def drive_lines(event: dict[str, Any]) -> list[str]:
             + ("" if stops is None else f", stops {stops:+.0%}")
         )
     return lines
-
-
-def field_words(field: dict[str, Any]) -> str:
-    """A supervised drive's take-over figures in words."""
-    share, per_10 = field["policyShare"], field["takeOversPer10Minutes"]
-    between = field["meanSecondsBetweenTakeOvers"]
-    reasons = ", ".join(f"{k} {v}" for k, v in field.get("takeOverReasons", {}).items() if v)
-    return (
-        f"supervised: the policy drove {0.0 if share is None else share:.1%} of the time; "
-        f"{field['takeOvers']} take-overs"
-        + (f" ({reasons})" if reasons else "")
-        + ("" if per_10 is None else f", {per_10:.1f} per 10 min of autonomy")
-        + ("" if between is None else f", one every {between:.0f} s")
-    )
 
 
 def main(argv: list[str]) -> int:

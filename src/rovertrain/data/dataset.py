@@ -24,7 +24,6 @@ from rovertrain.contracts.observation import (
     OBS_WIDTH,
     STALE_FRAME_MS,
     STATE_FEATURES_PER_SLOT,
-    TICK_MS,
 )
 from rovertrain.data import cache
 from rovertrain.data.cache import CachedFrames
@@ -162,10 +161,8 @@ def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
     """A session's field figures from its labels (None: a person drove it all)."""
     if not labels.supervised_windows and not labels.take_overs:
         return None
-    return FieldFigures(
-        supervised_seconds=labels.supervised_windows * TICK_MS / 1000.0,
-        autonomous_seconds=labels.autonomous_windows * TICK_MS / 1000.0,
-        take_overs=labels.take_overs,
+    return FieldFigures.of_windows(
+        labels.supervised_windows, labels.autonomous_windows, labels.take_overs
     )
 
 
@@ -211,11 +208,11 @@ class Dataset:
         """Field figures of the supervised sessions, pooled per model that drove them
         (session.json `drivenBy`; UNKNOWN_MODEL where a recording does not say)."""
         grouped: dict[str, list[FieldFigures]] = {}
-        rows = [(result.driven_by, result.field_figures()) for result in self.sessions]
-        for model, figures in [*rows, *self.autonomous_only]:
+        accepted = [(result.driven_by, result.field_figures()) for result in self.sessions]
+        for model, figures in [*accepted, *self.autonomous_only]:
             if figures is not None:
                 grouped.setdefault(model or UNKNOWN_MODEL, []).append(figures)
-        return {model: pooled(rows) for model, rows in sorted(grouped.items())}
+        return {model: pooled(sessions) for model, sessions in sorted(grouped.items())}
 
 
 @dataclass(frozen=True)

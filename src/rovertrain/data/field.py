@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.observation import TICK_MS
 
 TEN_MINUTES_S = 600.0
 UNKNOWN_MODEL = "unknown"
@@ -25,6 +27,37 @@ class FieldFigures:
     autonomous_seconds: float  # of which the policy drove, nobody having taken over
     take_overs: int
     reasons: Mapping[str, int] | None = None  # take-overs by cause, where it is known
+
+    @staticmethod
+    def of_windows(supervised: int, autonomous: int, take_overs: int) -> FieldFigures:
+        """From counts of 100 ms windows, as a job labels a recording."""
+        return FieldFigures(
+            supervised * TICK_MS / 1000.0, autonomous * TICK_MS / 1000.0, take_overs
+        )
+
+    @staticmethod
+    def of_event(fields: Mapping[str, Any]) -> FieldFigures:
+        """Read back from `event_fields` (an event, model.json's `field`)."""
+        reasons = fields.get("takeOverReasons")
+        return FieldFigures(
+            supervised_seconds=float(fields["supervisedSeconds"]),
+            autonomous_seconds=float(fields["autonomousSeconds"]),
+            take_overs=int(fields["takeOvers"]),
+            reasons=dict(reasons) if isinstance(reasons, dict) else None,
+        )
+
+    def words(self) -> str:
+        """The figures for a person (stderr, `make demo`, `rovertrain models`)."""
+        share, per_10 = self.policy_share, self.take_overs_per_10_min
+        between = self.mean_seconds_between_take_overs
+        reasons = ", ".join(f"{k} {v}" for k, v in (self.reasons or {}).items() if v)
+        return (
+            f"supervised: the policy drove {share or 0.0:.1%} of the time; "
+            f"{self.take_overs} take-overs"
+            + (f" ({reasons})" if reasons else "")
+            + ("" if per_10 is None else f", {per_10:.1f} per 10 min of autonomy")
+            + ("" if between is None else f", one every {between:.0f} s")
+        )
 
     @property
     def policy_share(self) -> float | None:

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Role, Schema, is_stop
+from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Schema, is_stop
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.field import FieldFigures
@@ -96,31 +95,17 @@ def driving_field_figures(
     ticks: np.ndarray, commands: Sequence[Command], roles: Mapping[str, str]
 ) -> FieldFigures:
     """A drive's field figures from its commands alone, by the definitions a job applies to
-    a recording (`who_drives`, `supervised_windows`): what `drive --supervised` reports of a
-    rollout is what the next job reads from its recording."""
-    schema: Schema = [
-        {"type": kind, "values": [], "role": cast(Role, role)} for kind, role in roles.items()
-    ]
-    ordered = sorted(commands, key=lambda command: command.t)
-    autonomous, take_overs = who_drives(ticks, ordered, schema)
-    return FieldFigures(
-        supervised_seconds=supervised_windows(autonomous) * TICK_MS / 1000.0,
-        autonomous_seconds=int(autonomous.sum()) * TICK_MS / 1000.0,
-        take_overs=take_overs,
+    a recording (`control_figures`, `supervised_windows`): what `drive --supervised` reports
+    of a rollout is what the next job reads from its recording."""
+    autonomous, take_overs = control_figures(ticks, driving_commands(commands, roles))
+    return FieldFigures.of_windows(
+        supervised_windows(autonomous), int(autonomous.sum()), take_overs
     )
 
 
-def who_drives(
-    ticks: np.ndarray, commands: Sequence[Command], schema: Schema
-) -> tuple[np.ndarray, int]:
-    """`control_figures` over the stop- and movement-role commands (a person's horn is no
-    take-over)."""
-    return control_figures(ticks, driving_commands(commands, schema))
-
-
-def driving_commands(commands: Sequence[Command], schema: Schema) -> list[Command]:
-    """The stop- and movement-role commands, by time: the ones that say who drives."""
-    roles = {slot["type"]: slot["role"] for slot in schema}
+def driving_commands(commands: Sequence[Command], roles: Mapping[str, str]) -> list[Command]:
+    """The stop- and movement-role commands, by time: the ones that say who drives (a
+    person's horn is no take-over)."""
     driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
     return sorted(driving, key=lambda c: c.t)
 
@@ -170,8 +155,9 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
             other_times.append(command.t)
         else:
             by_slot.setdefault(slot, []).append(command)
-    autonomous, take_overs = who_drives(ticks, commands, schema)
-    corrections = correction_windows(ticks, driving_commands(commands, schema))
+    driving = driving_commands(commands, {slot["type"]: slot["role"] for slot in schema})
+    autonomous, take_overs = control_figures(ticks, driving)
+    corrections = correction_windows(ticks, driving)
     if count == 0:
         return Labels(
             states=states.reshape(0, -1),

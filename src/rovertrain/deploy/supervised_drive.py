@@ -104,10 +104,5 @@ def drive_supervised(
         **report.summary_fields(),
     )
     if field is not None:
-        per_10 = field.take_overs_per_10_min
-        console_line(
-            f"supervised: policy drove {field.policy_share or 0:.1%} of the time, "
-            f"{field.take_overs} take-overs"
-            + ("" if per_10 is None else f" ({per_10:.1f} per 10 min of autonomy)")
-        )
+        console_line(field.words())
     return ExitCode.COMPLETED

@@ -105,9 +105,7 @@ def record_supervised(
     renamed into place complete: a job never lists half a recording)."""
     from rovertrain.sim.synth import H264, SessionFiles, VideoRecorder
 
-    final = session.directory
-    if final.exists():
-        raise FileExistsError(f"{final} exists: recordings are never overwritten")
+    final = session.directory  # never overwritten: rename_no_replace refuses an existing one
     staging = final.with_name(f".{final.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

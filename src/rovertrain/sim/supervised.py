@@ -110,10 +110,9 @@ class Intervention:
 
 @dataclass
 class SupervisionLog:
-    """Who drove when: the hand-over, every take-over and hand-back (the figures come from
-    the commands sent: `field_drive.rollout_field`)."""
+    """Who drove when: every take-over and hand-back (the figures come from the commands
+    sent: `field_drive.rollout_field`)."""
 
-    handed_over_ms: float | None = None
     interventions: list[Intervention] = field(default_factory=list)
 
     @property
@@ -165,7 +164,6 @@ class SupervisedDriver:
             self.observe(self.opening)
             self.opening = None
             self.policy.engage()
-            self.log.handed_over_ms = t
         sent.extend(self.person(world, camera))
         if t >= self.next_tick:
             self.next_tick = t + self.policy.tick_ms
@@ -198,7 +196,7 @@ class SupervisedDriver:
         rest_ms = 0.0 if self.rest_since is None else t - self.rest_since
         drift = pose.heading * pose.speed * METRES_PER_SPEED  # as World.move moves x
         reason = breach(pose.x, drift, world.moving, ahead, rest_ms, self.envelope)
-        if reason is None or self.log.handed_over_ms is None:
+        if reason is None:
             self.human.watch(world)
             return []
         self.human_drives, self.control_since = True, t

@@ -75,6 +75,7 @@ class ModelRecord:
             "promote": self.promote,
             "valid": self.valid,
             "problems": list(self.problems),
+            **({"canary": True} if self.canary else {}),
         }
 
 
@@ -120,14 +121,14 @@ def _reports(value: JsonValue | None) -> dict[str, JsonObject]:
     return {str(k): v for k, v in value.items() if isinstance(v, dict)}
 
 
-def field_record(records: Sequence[ModelRecord], model_id: str) -> tuple[JsonObject, str] | None:
-    """How `model_id` drove in the field as the newest model.json that reports it says (the
-    job that trained it read the most supervised sessions), and that model's id."""
-    for record in reversed(records):  # oldest first: the newest report wins
-        report = record.field_reports.get(model_id)
-        if report is not None:
-            return report, record.id
-    return None
+def field_reports(records: Sequence[ModelRecord]) -> dict[str, tuple[JsonObject, str]]:
+    """Model id -> (how it drove in the field, the id of the model.json that says so): the
+    newest report wins (the job behind it read the most supervised sessions)."""
+    reports: dict[str, tuple[JsonObject, str]] = {}
+    for record in records:  # oldest first
+        for model_id, report in record.field_reports.items():
+            reports[model_id] = (report, record.id)
+    return reports
 
 
 def _text(value: JsonValue | None) -> str | None:
