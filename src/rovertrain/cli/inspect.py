@@ -20,6 +20,7 @@ def inspect_root(
 ) -> int:
     from rovertrain.data.dataset import Unwatched, build_dataset
     from rovertrain.data.recording import list_sessions
+    from rovertrain.data.store import commit_store
     from rovertrain.protocol.console import console_line
 
     root = Path(root_text).resolve()
@@ -29,6 +30,8 @@ def inspect_root(
     sessions = list(session_ids) or list_sessions(root)
     request = inspection_request(root, sessions, threads)
     dataset = build_dataset(request, stream, Unwatched())
+    if dataset.store is not None:  # what it decoded is ingested: a job will not decode it again
+        commit_store(root, dataset.store, request.decoding.cacheMaxMegabytes * 2**20)
     stream.emit(
         "inspected",
         sessions=len(dataset.accepted),

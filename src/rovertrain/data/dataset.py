@@ -7,6 +7,7 @@ same partition, samples and schema.
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from rovertrain.data.cache import CachedFrames
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
 from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
+from rovertrain.data.manifest import ManifestRow, command_types_json, fingerprint
 from rovertrain.data.partition import Partition, is_held_out, partition_of
 from rovertrain.data.recording import Recording, load_recording, read_command_log
 from rovertrain.data.sampling import (
@@ -42,7 +44,14 @@ from rovertrain.data.sampling import (
     with_corrections_repeated,
 )
 from rovertrain.data.settings import Decoding, Sampling
-from rovertrain.data.windows import Labels, LabelSummary, label_windows, summary
+from rovertrain.data.store import StoreSurvey, StoreUpdate, survey_store
+from rovertrain.data.windows import (
+    Labels,
+    LabelSummary,
+    label_windows,
+    summary,
+    supervised_windows,
+)
 from rovertrain.protocol.events import EventStream
 
 
@@ -170,9 +179,9 @@ class PolicyDroveAll(SkipSession):
     """A session a policy drove throughout: nothing to imitate (skipped, `no_windows`), but
     its autonomous minutes are field evidence for the model that drove (`field_by_model`)."""
 
-    def __init__(self, driven_by: str | None, figures: FieldFigures | None):
+    def __init__(self, driven_by: str | None, figures: FieldFigures | None, labelled: _Labelled):
         super().__init__("no_windows", "no usable window: a policy drove every window")
-        self.driven_by, self.figures = driven_by, figures
+        self.driven_by, self.figures, self.labelled = driven_by, figures, labelled
 
 
 @dataclass
@@ -189,6 +198,8 @@ class Dataset:
     observed_windows: dict[str, int] = field(default_factory=dict)
     decode_seconds: float = 0.0
     autonomous_only: list[tuple[str | None, FieldFigures]] = field(default_factory=list)
+    unread: list[ManifestRow] = field(default_factory=list)  # stored sessions not read
+    store: StoreUpdate | None = None  # what the job adds to the store (`commit_store`)
 
     def of_partition(self, partition: Partition) -> list[SessionResult]:
         return [result for result in self.sessions if result.partition is partition]
@@ -209,7 +220,8 @@ class Dataset:
         (session.json `drivenBy`; UNKNOWN_MODEL where a recording does not say)."""
         grouped: dict[str, list[FieldFigures]] = {}
         accepted = [(result.driven_by, result.field_figures()) for result in self.sessions]
-        for model, figures in [*accepted, *self.autonomous_only]:
+        unread = [(row.driven_by, row.field_figures()) for row in self.unread]
+        for model, figures in [*accepted, *self.autonomous_only, *unread]:
             if figures is not None:
                 grouped.setdefault(model or UNKNOWN_MODEL, []).append(figures)
         return {model: pooled(sessions) for model, sessions in sorted(grouped.items())}
@@ -281,10 +293,13 @@ class _Plan:
     decode: list[DecodeRequest] = field(default_factory=list)
 
 
-def _plan(request: DatasetRequest) -> _Plan:
+def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
+    """The sessions to read, in the given order: their recordings, entries and cache hits."""
     plan = _Plan()
     limits = _limits(request.decoding)
     for session_id in request.sessions:
+        if session_id not in read:
+            continue
         failure = request.decoded.failures.get(session_id)
         if failure is not None:
             plan.ready[session_id] = SkipSession(*failure)
@@ -341,13 +356,24 @@ def _read_back(entry: cache.CacheEntry, outcome: Outcome) -> Ready:
     return loaded
 
 
+def survey(request: DatasetRequest) -> StoreSurvey:
+    """The store as this job finds it and what it reads; `inspect` (no windows kept) reads
+    every session it is given."""
+    sampling = request.sampling
+    limits = (sampling.sessionsPerJob, sampling.heldOutSessions) if request.keep_windows else None
+    return survey_store(request.root, request.sessions, limits, request.seed)
+
+
 def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeWatcher) -> Dataset:
-    """Decode in parallel, then label and sample strictly in the given order."""
+    """Decode in parallel, then label and sample strictly in the given order; sessions the
+    store holds and the reading plan leaves out count from their manifest rows."""
     started = time.monotonic()
-    sessions = request.sessions
-    per_session = per_session_capacity(request.sampling.maxSamples, len(sessions))
-    training_count = sum(not is_held_out(session_id) for session_id in sessions)
-    held_count = len(sessions) - training_count
+    found = survey(request)
+    reading = found.reading
+    sampled = [session_id for session_id in request.sessions if session_id in reading.sampled]
+    per_session = per_session_capacity(request.sampling.maxSamples, len(sampled))
+    training_count = sum(not is_held_out(session_id) for session_id in sampled)
+    held_count = len(sampled) - training_count
     keep = request.keep_windows
     fraction = request.sampling.selectionFraction
     builders = _Builders(
@@ -364,35 +390,51 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         pool=builders.training.build(),
         validation=builders.held_out.build(),
         selection=builders.selection.build(),
+        store=StoreUpdate(found),
     )
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
     if request.maintains_cache:
         cache.remove_temporaries(request.root)
-    plan = _plan(request)
+    plan = _plan(request, reading.read)
     pool = _decoder_pool(request, watcher)
     results = pool.run(plan.decode)
-    for session_id in sessions:
+    for session_id in request.sessions:
+        if session_id not in reading.read:
+            _count_unread(dataset, found.known[session_id])
+            continue
         if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
             break
-        session = _Session(session_id, plan.recordings.get(session_id), plan.ready.pop(session_id))
-        _process_session(request, dataset, session, per_session, builders, stream)
+        recording, entry = plan.recordings.get(session_id), plan.entries.get(session_id)
+        session = _Session(session_id, recording, entry, plan.ready.pop(session_id))
+        quota = per_session if session_id in reading.sampled else 0
+        _process_session(request, dataset, session, quota, builders, stream)
     results.close()  # stops any decoder still running (the pool's finally)
     dataset.pool = builders.training.build()
     dataset.validation = builders.held_out.build()
     dataset.selection = builders.selection.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
-    if request.maintains_cache:
-        cache.evict(
-            request.root,
-            request.decoding.cacheMaxMegabytes * 2**20,
-            keep={entry.name for entry in plan.entries.values()},
-        )
     return dataset
+
+
+def _count_unread(dataset: Dataset, row: ManifestRow) -> None:
+    """A stored session this job does not read still grows the schema (as its log would),
+    names its rover and profile, and brings its field figures."""
+    dataset.unread.append(row)
+    if row.held_out:
+        return
+    dataset.schema = row.extend(dataset.schema)
+    dataset.trained_rovers.add(row.rover_id)
+    profile = row.control_profile
+    if profile is not None and profile not in dataset.control_profiles:
+        dataset.control_profiles.append(profile)
 
 
 def uncached_sessions(request: DatasetRequest) -> list[tuple[str, int]]:
     """The sessions the cache lacks, with their video's size in bytes, in the given order."""
-    return [(r.session_id, _size(r.video_path)) for r in _plan(request).decode]
+    return [
+        (r.session_id, _size(r.video_path))
+        for r in _plan(request, survey(request).reading.read).decode
+    ]
 
 
 def _size(path: Path) -> int:
@@ -410,7 +452,7 @@ def decode_into_cache(
     Returns the (code, reason) of each session whose decoder failed: those are not cached.
     """
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
-    plan = _plan(request)
+    plan = _plan(request, frozenset(request.sessions))
     pool = _decoder_pool(request, watcher)
     failures: dict[str, tuple[str, str]] = {}
     results = pool.run(plan.decode)
@@ -456,6 +498,7 @@ class _Builders:
 class _Session:
     session_id: str
     recording: Recording | None
+    entry: cache.CacheEntry | None
     ready: Ready
 
 
@@ -468,6 +511,7 @@ class _Labelled:
     invalid_lines: int
     dropped: dict[str, int]
     clipped_values: int
+    command_types: str  # the log's command types and value names (manifest JSON)
 
 
 def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
@@ -486,11 +530,7 @@ def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
     stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
     # A window a policy drove and nobody corrected holds no decision of a person's.
     usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
-    if not usable and len(labels.autonomous) and labels.autonomous.all():
-        raise PolicyDroveAll(recording.driven_by, field_figures_of(summary(labels)))
-    if not usable:
-        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
-    return _Labelled(
+    labelled = _Labelled(
         schema=schema,
         labels=labels,
         usable=usable,
@@ -498,7 +538,13 @@ def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
         invalid_lines=log.invalid_lines,
         dropped=dict(log.dropped),
         clipped_values=log.clipped_values,
+        command_types=command_types_json((c.type, c.values) for c in log.commands),
     )
+    if not usable and len(labels.autonomous) and labels.autonomous.all():
+        raise PolicyDroveAll(recording.driven_by, field_figures_of(summary(labels)), labelled)
+    if not usable:
+        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
+    return labelled
 
 
 def _process_session(
@@ -509,14 +555,18 @@ def _process_session(
     builders: _Builders,
     stream: EventStream,
 ) -> None:
+    """Label one session, sample `per_session` of its windows (0: ingested, not sampled),
+    emit its `dataset` event and, if it is new, its manifest row."""
     session_id = session.session_id
     partition = partition_of(session_id)
     held_out = partition is Partition.HELD_OUT
     try:
         labelled = _label(session, dataset.schema, held_out)
     except SkipSession as skip:
-        if isinstance(skip, PolicyDroveAll) and skip.figures is not None:
-            dataset.autonomous_only.append((skip.driven_by, skip.figures))
+        if isinstance(skip, PolicyDroveAll):
+            if skip.figures is not None:
+                dataset.autonomous_only.append((skip.driven_by, skip.figures))
+            _add_row(dataset, session, skip.labelled)
         _skip(dataset, stream, session_id, partition, skip)
         return
     except Exception as error:  # defence in depth: one session never ends the job
@@ -526,24 +576,12 @@ def _process_session(
     assert recording is not None and isinstance(frames, CachedFrames)
     indices: list[int] = []
     tail: list[int] = []
-    if request.keep_windows:
-        rng = session_rng(request.seed, session_id)
-        categories = labels.category.tolist()
+    if request.keep_windows and per_session:
+        indices, tail = _sample(request, session_id, labelled, held_out, per_session)
         if held_out:
-            indices = sample_windows(labelled.usable, categories, True, per_session, rng)
             builders.held_out.add(frames.frames, labels, indices)
         else:
-            fraction = request.sampling.selectionFraction
-            head, tail = split_tail(labelled.usable, fraction)
-            indices = sample_windows(head, categories, False, per_session, rng)
-            repeats = request.sampling.takeOverRepeats
-            if repeats > 1 and labels.corrections.any():
-                room = 3 * category_capacity(per_session) - len(indices)
-                corrections = labels.corrections.tolist()
-                indices = with_corrections_repeated(indices, corrections, repeats, room)
             builders.training.add(frames.frames, labels, indices)
-            capacity = selection_capacity(per_session, fraction)
-            tail = sample_windows(tail, categories, True, capacity, rng)
             builders.selection.add(frames.frames, labels, tail)
     if not held_out:
         dataset.schema = labelled.schema
@@ -553,6 +591,7 @@ def _process_session(
             dataset.control_profiles.append(profile)
     dataset.accepted.append(session_id)
     dataset.observed_windows[session_id] = len(labels.category)
+    _add_row(dataset, session, labelled)
     result = SessionResult(
         session_id=session_id,
         partition=partition,
@@ -578,6 +617,73 @@ def _process_session(
         sampled=len(indices),
         partition=partition,
         diagnostics=result.diagnostics(),
+    )
+
+
+def _sample(
+    request: DatasetRequest,
+    session_id: str,
+    labelled: _Labelled,
+    held_out: bool,
+    per_session: int,
+) -> tuple[list[int], list[int]]:
+    """(windows, selection tail) of one session: the natural mix for a held-out session; for
+    a training one, per category from its head, take-over corrections repeated, and its tail."""
+    labels = labelled.labels
+    rng = session_rng(request.seed, session_id)
+    categories = labels.category.tolist()
+    if held_out:
+        return sample_windows(labelled.usable, categories, True, per_session, rng), []
+    fraction = request.sampling.selectionFraction
+    head, tail = split_tail(labelled.usable, fraction)
+    indices = sample_windows(head, categories, False, per_session, rng)
+    repeats = request.sampling.takeOverRepeats
+    if repeats > 1 and labels.corrections.any():
+        room = 3 * category_capacity(per_session) - len(indices)
+        corrections = labels.corrections.tolist()
+        indices = with_corrections_repeated(indices, corrections, repeats, room)
+    capacity = selection_capacity(per_session, fraction)
+    return indices, sample_windows(tail, categories, True, capacity, rng)
+
+
+def _add_row(dataset: Dataset, session: _Session, labelled: _Labelled) -> None:
+    """The manifest row of a session this job ingested; read sessions' rows stand."""
+    store, recording, entry = dataset.store, session.recording, session.entry
+    if store is None or recording is None or entry is None:
+        return
+    if session.session_id not in store.survey.reading.ingested:
+        store.read_entries.add(entry.name)
+        return
+    names = (recording.video_path.name, recording.commands_path.name)
+    seen = fingerprint(recording.directory, names)
+    if seen is None:
+        return  # changed under us: ingested again next time
+    labels = labelled.labels
+    usable = np.bincount(labels.category[labelled.usable], minlength=3)
+    store.read_entries.add(entry.name)
+    store.ingested.append(
+        ManifestRow(
+            session_id=session.session_id,
+            entry=entry.name,
+            fingerprint=seen,
+            video=names[0],
+            commands=names[1],
+            held_out=is_held_out(session.session_id),
+            windows=len(labels.category),
+            usable_none=int(usable[0]),
+            usable_command=int(usable[1]),
+            usable_stop=int(usable[2]),
+            rover_id=recording.rover_id,
+            control_profile=recording.control_profile,
+            driven_by=recording.driven_by,
+            supervised_windows=supervised_windows(labels.autonomous),
+            autonomous_windows=int(labels.autonomous.sum()),
+            take_overs=labels.take_overs,
+            command_types=labelled.command_types,
+            command_roles=json.dumps(dict(recording.command_roles)),
+            generation=store.survey.manifest.next_generation(),
+            entry_bytes=_size(entry.frames_path) + _size(entry.meta_path),
+        )
     )
 
 

@@ -18,7 +18,14 @@ class Decoding:
         exclusive_minimum=True,
         doc="longest decode of one session's video before it is skipped (`decode_timeout`)",
     )
-    cacheMaxMegabytes: int = knob(4096, 0, 10_000_000, integer=True, doc="window cache bound")
+    cacheMaxMegabytes: int = knob(
+        4096,
+        0,
+        10_000_000,
+        integer=True,
+        doc="the window store's budget: entries no session names go first, then the frames of "
+        'the oldest ingested sessions (docs/performance.md, "The window store")',
+    )
     maxVideoMegabytes: int = knob(4096, 1, 1_000_000, integer=True, doc="largest video file")
     maxVideoMinutes: float = knob(
         240, 0, 100_000, exclusive_minimum=True, doc="longest video a session may hold"
@@ -34,6 +41,23 @@ class Sampling:
     back to select the weights."""
 
     maxSamples: int = knob(12000, 1, 2_000_000, integer=True, doc="windows kept over sessions")
+    sessionsPerJob: int = knob(
+        64,
+        1,
+        100_000,
+        integer=True,
+        doc="training sessions a job reads: every new one, then older ones drawn from the "
+        "store (seeded, stratified by rover and stops, weighted by length); a root with no "
+        'more is read whole (docs/performance.md, "The window store")',
+    )
+    heldOutSessions: int = knob(
+        16,
+        1,
+        100_000,
+        integer=True,
+        doc="held-out sessions the gate judges on: the same ones for a seed while the root "
+        "grows, each with its share of maxSamples",
+    )
     minimumSamples: int = knob(256, 1, 2_000_000, integer=True, doc="training windows needed")
     selectionFraction: float = knob(
         0.15,

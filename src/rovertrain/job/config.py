@@ -44,6 +44,8 @@ class Config:
         "threads",
         "maxJobSeconds",
         "maxSamples",
+        "sessionsPerJob",
+        "heldOutSessions",
         "minimumSamples",
         "batchSize",
         "passesPerJob",

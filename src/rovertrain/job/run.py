@@ -199,8 +199,32 @@ def decode_and_sample(run: JobRun) -> Dataset:
     dataset = build_dataset(request, run.stream, control)
     control.pause_ended()
     run.ranks.agree_dataset(dataset, control)
+    if run.ranks.leads:
+        commit_store(run, dataset)
     run.diagnostics.dataset(dataset)
     return dataset
+
+
+def commit_store(run: JobRun, dataset: Dataset) -> None:
+    """The manifest gains the sessions this job ingested, the store is brought within its
+    budget, and one `store` event sums up what was read and what was not (the sessions read
+    each had a `dataset` event, the others are only counted here)."""
+    from rovertrain.data.store import commit_store as commit
+
+    update = dataset.store
+    if update is None:
+        return
+    budget = run.job.config.decoding.cacheMaxMegabytes * 2**20
+    figures = commit(run.root, update, budget)
+    reading = update.survey.reading
+    run.stream.emit(
+        "store",
+        sessions=len(job_sessions(run.job)),
+        new=len(update.ingested),
+        read=len(reading.read),
+        unread=len(dataset.unread),
+        **figures.event_fields(),
+    )
 
 
 def too_little_data(run: JobRun, dataset: Dataset) -> str | None:

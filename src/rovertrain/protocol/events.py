@@ -50,6 +50,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "heartbeat": ("phase", "elapsedSeconds"),
     "dataset": ("sessionId", "windows", "sampled", "diagnostics"),
     "skipped": ("sessionId", "code", "reason"),
+    "store": ("sessions", "new", "read", "unread"),
     "progress": ("steps", "examples", "loss", "losses", "examplesPerSecond", "elapsedSeconds"),
     "evaluation": ("steps", "metrics"),
     "inspected": ("sessions", "skipped"),
