@@ -58,11 +58,19 @@ def entry_for(root: Path, recording: Recording) -> CacheEntry:
 
 @dataclass
 class CachedFrames:
-    frames: np.ndarray  # uint8 memmap [N, H, W, C]
+    frames_path: Path
     ticks: np.ndarray  # int64 [N]
     frame_times: np.ndarray  # float64 [N]
     stats: JsonObject
     """The decoder's diagnostics as stored (`DecodeStats.to_json`); the dataset adds to them."""
+
+    @property
+    def frames(self) -> np.ndarray:
+        """uint8 [N, H, W, C], memory-mapped when asked: a map holds a file descriptor, and a
+        job that planned a thousand sessions must not hold a thousand (open files stay
+        bounded by the sessions being gathered, not by the sessions listed)."""
+        shape = (len(self.ticks), OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
+        return np.memmap(self.frames_path, dtype=np.uint8, mode="r", shape=shape)
 
 
 def load(entry: CacheEntry) -> CachedFrames | None:
@@ -81,11 +89,9 @@ def load(entry: CacheEntry) -> CachedFrames | None:
             return None
         if entry.frames_path.stat().st_size != count * FRAME_BYTES:
             return None
-        shape = (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS)
-        frames = np.memmap(entry.frames_path, dtype=np.uint8, mode="r", shape=shape)
         with contextlib.suppress(OSError):
             os.utime(entry.meta_path)
-        return CachedFrames(frames, ticks, frame_times, dict(stats))
+        return CachedFrames(entry.frames_path, ticks, frame_times, dict(stats))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -578,11 +578,13 @@ def _process_session(
     tail: list[int] = []
     if request.keep_windows and per_session:
         indices, tail = _sample(request, session_id, labelled, held_out, per_session)
+        mapped = frames.frames  # one map per session, released when it is gathered
         if held_out:
-            builders.held_out.add(frames.frames, labels, indices)
+            builders.held_out.add(mapped, labels, indices)
         else:
-            builders.training.add(frames.frames, labels, indices)
-            builders.selection.add(frames.frames, labels, tail)
+            builders.training.add(mapped, labels, indices)
+            builders.selection.add(mapped, labels, tail)
+        del mapped
     if not held_out:
         dataset.schema = labelled.schema
         dataset.trained_rovers.add(recording.rover_id)

@@ -136,10 +136,7 @@ def read_manifest(root: Path) -> Manifest:
         return EMPTY
     if version != MANIFEST_VERSION or tuple(table.column_names) != _COLUMNS:
         return EMPTY
-    rows = {
-        str(record["session_id"]): ManifestRow(**record)
-        for record in table.to_pylist()
-    }
+    rows = {str(record["session_id"]): ManifestRow(**record) for record in table.to_pylist()}
     return Manifest(generation, rows)
 
 

@@ -98,26 +98,25 @@ def choose_older(candidates: Sequence[Older], count: int, rng: random.Random) ->
 def _largest_remainder(
     weights: Mapping[tuple[str, bool], int], sizes: Mapping[tuple[str, bool], int], count: int
 ) -> dict[tuple[str, bool], int]:
-    """`count` seats over the strata in proportion to `weights`, none above its size."""
-    seats = dict.fromkeys(weights, 0)
-    left = count
+    """`count` seats over the strata: one each first (when there are enough), the rest in
+    proportion to `weights` by largest remainder, none above its size."""
+    seats = dict.fromkeys(weights, 1 if count >= len(weights) else 0)
+    left = count - sum(seats.values())
     while left > 0:
         open_strata = [key for key in sorted(weights) if seats[key] < sizes[key]]
         if not open_strata:
             break
         total = sum(weights[key] for key in open_strata)
         quotas = {key: left * weights[key] / total for key in open_strata}
-        granted = 0
         for key in open_strata:
             whole = min(int(quotas[key]), sizes[key] - seats[key])
             seats[key] += whole
-            granted += whole
-        if granted == 0:  # every quota below one: the largest remainders get one each
-            ranked = sorted(open_strata, key=lambda key: quotas[key], reverse=True)
-            for key in ranked[:left]:
+            left -= whole
+        by_remainder = sorted(open_strata, key=lambda key: quotas[key] % 1, reverse=True)
+        for key in by_remainder:
+            if left and seats[key] < sizes[key]:
                 seats[key] += 1
-                granted += 1
-        left -= granted
+                left -= 1
     return seats
 
 

@@ -22,7 +22,6 @@ from rovertrain.data.manifest import (
     Manifest,
     ManifestRow,
     fingerprint,
-    manifest_path,
     read_manifest,
     write_manifest,
 )
@@ -39,6 +38,7 @@ class StoreSurvey:
     known: Mapping[str, ManifestRow]  # listed sessions whose recording is unchanged
     reading: ReadingPlan
     had_manifest: bool  # False on a root written before the manifest (or with a broken one)
+    had_entries: bool  # the store held entries: an earlier release's cache, when no manifest
 
 
 def survey_store(
@@ -75,7 +75,7 @@ def survey_store(
             seed=seed,
             generation=manifest.generation,
         )
-    return StoreSurvey(manifest, known, reading, manifest_path(root).exists())
+    return StoreSurvey(manifest, known, reading, manifest.generation > 0, _entries_bytes(root) > 0)
 
 
 @dataclass
@@ -123,7 +123,7 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     write_manifest(root, generation, sorted(rows.values(), key=lambda row: row.session_id))
     for session_id in to_drop:  # after the manifest says so: a crash leaves rows, not holes
         _remove_entry(root, rows[session_id].entry)
-    migrated = not survey.had_manifest and bool(update.ingested or survey.known)
+    migrated = not survey.had_manifest and survey.had_entries
     return StoreFigures(len(rows), len(to_drop), orphan_bytes, _entries_bytes(root), migrated)
 
 

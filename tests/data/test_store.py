@@ -1,0 +1,136 @@
+"""The window store across jobs (issue 28): ingest once, read a bounded sample of the past,
+upgrade a root written before the manifest, honour the budget. Real jobs through the CLI on
+cloned synthetic sessions (the clones share their video files: hard links)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Result, run_cli
+from rovertrain.data.manifest import manifest_path, read_manifest
+
+QUICK = {"passesPerJob": 1, "maxStepsPerJob": 2, "minimumSamples": 1, "maxSamples": 2000,
+         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
+         "probeMaxSeconds": 1, "batchSize": 8, "sessionsPerJob": 4, "heldOutSessions": 2,
+         "threads": 2}  # fmt: skip
+
+
+def clone_sessions(root: Path, count: int, prefix: str) -> list[str]:
+    """`count` new sessions under root, each a copy of one synthesised session under a new id
+    (its video and command log hard-linked, its session.json rewritten)."""
+    recordings = root / "recordings"
+    sources = sorted(path for path in recordings.iterdir() if not path.name.startswith(prefix))
+    made = []
+    for number in range(count):
+        source = sources[number % len(sources)]
+        session_id = f"{prefix}-{number:04d}"
+        target = recordings / session_id
+        target.mkdir()
+        meta = json.loads((source / "session.json").read_text())
+        for name in (meta["video"]["file"], meta["commands"]["file"]):
+            os.link(source / name, target / name)
+        meta["sessionId"] = session_id
+        (target / "session.json").write_text(json.dumps(meta))
+        made.append(session_id)
+    return made
+
+
+def job_file(root: Path, **config: Any) -> Path:
+    path = root / "job-store.json"
+    document = {"root": str(root), "seed": 1, "config": {**QUICK, **config}}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def run_job(root: Path, **config: Any) -> Result:
+    result = run_cli("run", "--job", str(job_file(root, **config)))
+    assert result.code in (0, 3), result.stderr  # published or held back: both are fine here
+    return result
+
+
+def store_event(result: Result) -> dict[str, Any]:
+    (event,) = result.of("store")
+    return event
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("store") / "root"
+    made = run_cli("synth", "--out", str(root), "--sessions", "3", "--minutes", "0.1",
+                   "--seed", "5")  # fmt: skip
+    assert made.code == 0, made.stderr
+    clone_sessions(root, 17, "clone")
+    return root
+
+
+@pytest.fixture
+def store_root(small_store: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(small_store / "recordings", root / "recordings")
+    return root
+
+
+def test_ingest_once_then_read_a_bounded_sample(store_root: Path) -> None:
+    first = run_job(store_root)
+    event = store_event(first)
+    assert event["sessions"] == 20 and event["new"] == 20 and event["read"] == 20
+    assert event["unread"] == 0 and not event["migrated"]
+    assert len(read_manifest(store_root).rows) == 20
+
+    second = run_job(store_root)
+    event = store_event(second)
+    assert event["new"] == 0 and event["storedSessions"] == 20
+    assert event["read"] <= 4 + 2 and event["unread"] == 20 - event["read"]
+    read = second.of("dataset")
+    assert len(read) == event["read"]  # the others are only counted: bounded events
+    assert all(row["diagnostics"]["cached"] for row in read)  # nothing decoded again
+
+    clone_sessions(store_root, 1, "fresh")
+    third = run_job(store_root)
+    event = store_event(third)
+    assert event["new"] == 1
+    fresh = [row for row in third.of("dataset") if row["sessionId"] == "fresh-0000"]
+    assert fresh and not fresh[0]["diagnostics"]["cached"]  # decoded, once
+    assert read_manifest(store_root).generation == 3
+
+
+def test_a_root_written_before_the_manifest_is_migrated_once(store_root: Path) -> None:
+    run_job(store_root)
+    manifest_path(store_root).unlink()  # what today's release leaves: entries, no manifest
+    upgraded = run_job(store_root)
+    event = store_event(upgraded)
+    assert event["migrated"] and event["new"] == 20
+    assert all(row["diagnostics"]["cached"] for row in upgraded.of("dataset"))
+    after = run_job(store_root)
+    assert not store_event(after)["migrated"] and store_event(after)["new"] == 0
+
+
+def test_a_killed_migration_leaves_a_usable_root(store_root: Path) -> None:
+    run_job(store_root)
+    path = manifest_path(store_root)
+    path.write_bytes(path.read_bytes()[:100])  # torn, as by a writer killed without rename
+    (path.parent / f".{path.name}.12345.tmp").write_bytes(b"PAR1 half")
+    event = store_event(run_job(store_root))
+    assert event["new"] == 20 and event["storedSessions"] == 20
+    assert len(read_manifest(store_root).rows) == 20
+    assert not (path.parent / f".{path.name}.12345.tmp").exists()
+
+
+def test_the_budget_is_honoured_oldest_frames_first(store_root: Path) -> None:
+    run_job(store_root)
+    tight = run_job(store_root, cacheMaxMegabytes=1)
+    event = store_event(tight)
+    assert event["droppedSessions"] > 0 and event["storedSessions"] == 20
+    assert event["storeBytes"] <= 2**20 or event["droppedSessions"] == 20 - event["read"]
+    rows = read_manifest(store_root).rows.values()
+    dropped = {row.session_id for row in rows if row.dropped}
+    assert len(dropped) == event["droppedSessions"]
+    later = run_job(store_root, cacheMaxMegabytes=1)
+    assert store_event(later)["new"] == 0  # dropped frames are not decoded again
+    assert not dropped & {row["sessionId"] for row in later.of("dataset")}
