@@ -5,40 +5,22 @@ cloned synthetic sessions (the clones share their video files: hard links)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Result, run_cli
+from conftest import REPO, Result, cli_env, parse_events, run_cli
+from fleet import clone_sessions, clone_store_entries
 from rovertrain.data.manifest import manifest_path, read_manifest
 
 QUICK = {"passesPerJob": 1, "maxStepsPerJob": 2, "minimumSamples": 1, "maxSamples": 2000,
          "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
          "probeMaxSeconds": 1, "batchSize": 8, "sessionsPerJob": 4, "heldOutSessions": 2,
          "threads": 2}  # fmt: skip
-
-
-def clone_sessions(root: Path, count: int, prefix: str) -> list[str]:
-    """`count` new sessions under root, each a copy of one synthesised session under a new id
-    (its video and command log hard-linked, its session.json rewritten)."""
-    recordings = root / "recordings"
-    sources = sorted(path for path in recordings.iterdir() if not path.name.startswith(prefix))
-    made = []
-    for number in range(count):
-        source = sources[number % len(sources)]
-        session_id = f"{prefix}-{number:04d}"
-        target = recordings / session_id
-        target.mkdir()
-        meta = json.loads((source / "session.json").read_text())
-        for name in (meta["video"]["file"], meta["commands"]["file"]):
-            os.link(source / name, target / name)
-        meta["sessionId"] = session_id
-        (target / "session.json").write_text(json.dumps(meta))
-        made.append(session_id)
-    return made
 
 
 def job_file(root: Path, **config: Any) -> Path:
@@ -91,11 +73,11 @@ def test_ingest_once_then_read_a_bounded_sample(store_root: Path) -> None:
     assert len(read) == event["read"]  # the others are only counted: bounded events
     assert all(row["diagnostics"]["cached"] for row in read)  # nothing decoded again
 
-    clone_sessions(store_root, 1, "fresh")
+    (new_session,) = clone_sessions(store_root, 1, "fresh")
     third = run_job(store_root)
     event = store_event(third)
     assert event["new"] == 1
-    fresh = [row for row in third.of("dataset") if row["sessionId"] == "fresh-0000"]
+    fresh = [row for row in third.of("dataset") if row["sessionId"] == new_session]
     assert fresh and not fresh[0]["diagnostics"]["cached"]  # decoded, once
     assert read_manifest(store_root).generation == 3
 
@@ -131,6 +113,34 @@ def test_the_budget_is_honoured_oldest_frames_first(store_root: Path) -> None:
     rows = read_manifest(store_root).rows.values()
     dropped = {row.session_id for row in rows if row.dropped}
     assert len(dropped) == event["droppedSessions"]
+    assert all(not (store_root / "training" / "cache" / f"{row.entry}.frames").exists()
+               for row in rows if row.dropped)  # fmt: skip
     later = run_job(store_root, cacheMaxMegabytes=1)
     assert store_event(later)["new"] == 0  # dropped frames are not decoded again
     assert not dropped & {row["sessionId"] for row in later.of("dataset")}
+
+
+def test_a_thousand_sessions_under_64_open_files(tmp_path: Path) -> None:
+    """The first job on a 1,000-session root written before the manifest migrates it, the
+    next reads a bounded sample; both under `ulimit -n 64`."""
+    root = tmp_path / "root"
+    made = run_cli("synth", "--out", str(root), "--sessions", "2", "--minutes", "0.05",
+                   "--seed", "9")  # fmt: skip
+    assert made.code == 0, made.stderr
+    assert run_cli("inspect", str(root)).code == 0  # the two sources' entries
+    (root / "training" / "cache" / "manifest.parquet").unlink()
+    clone_store_entries(root, clone_sessions(root, 998, "fleet"))
+    job = job_file(root)
+    command = f"ulimit -n 64 && exec {sys.executable} -m rovertrain run --job {job}"
+    for expected_new in (1000, 0):
+        completed = subprocess.run(
+            ["bash", "-c", command], capture_output=True, timeout=600, env=cli_env(), cwd=REPO
+        )
+        result = Result(
+            completed.returncode, parse_events(completed.stdout), completed.stderr.decode()
+        )
+        assert result.code in (0, 3), result.stderr[-3000:]
+        event = store_event(result)
+        assert event["sessions"] == 1000 and event["new"] == expected_new
+        assert event["migrated"] == (expected_new == 1000)
+    assert len(result.events) < 60  # the other 990-odd sessions are only counted
