@@ -55,6 +55,7 @@ def _one_slot_windows() -> WindowSet:
         values=values,
         available=available,
         category=np.ones(count, dtype=np.int8),
+        session=np.zeros(count, dtype=np.int32),
     )
 
 
@@ -91,6 +92,7 @@ def _restart_windows() -> WindowSet:
         values=windows.values,
         available=windows.available,
         category=windows.category,
+        session=windows.session,
     )
 
 

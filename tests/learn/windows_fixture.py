@@ -34,4 +34,5 @@ def learnable_windows(count: int, seed: int = 0) -> WindowSet:
         values=values,
         available=available,
         category=np.where(bright, 1, 2).astype(np.int8),
+        session=(np.arange(count) * 4 // max(1, count)).astype(np.int32),  # 4 sessions
     )

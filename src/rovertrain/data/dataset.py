@@ -65,6 +65,7 @@ class WindowSet:
     values: np.ndarray
     available: np.ndarray
     category: np.ndarray
+    session: np.ndarray  # int32: which session each window came from (0, 1, ... as added)
 
     def __len__(self) -> int:
         return len(self.category)
@@ -83,6 +84,7 @@ class WindowSet:
             values=self.values[indices],
             available=self.available[indices],
             category=self.category[indices],
+            session=self.session[indices],
         )
 
 
@@ -95,8 +97,11 @@ class WindowSetBuilder:
         self.values = np.empty((capacity, SLOTS, VALUES), dtype=np.float32)
         self.available = np.empty((capacity, SLOTS, VALUES), dtype=np.uint8)
         self.category = np.empty(capacity, dtype=np.int8)
+        self.session = np.empty(capacity, dtype=np.int32)
+        self.sessions = 0
 
     def add(self, frames: np.ndarray, labels: Labels, indices: list[int]) -> None:
+        """One session's chosen windows (each call is a new session)."""
         chosen = np.asarray(indices, dtype=np.int64)
         end = self.count + len(chosen)
         if end > len(self.category):
@@ -108,6 +113,8 @@ class WindowSetBuilder:
         self.values[window] = labels.values[chosen]
         self.available[window] = labels.available[chosen]
         self.category[window] = labels.category[chosen]
+        self.session[window] = self.sessions
+        self.sessions += 1
         self.count = end
 
     def build(self) -> WindowSet:
@@ -118,6 +125,7 @@ class WindowSetBuilder:
             values=self.values,
             available=self.available,
             category=self.category,
+            session=self.session,
         ).subset(slice(0, self.count))
 
 

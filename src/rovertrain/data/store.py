@@ -13,6 +13,7 @@ Budget policy (`cacheMaxMegabytes`, docs/performance.md "The window store"), in 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,7 +76,7 @@ def survey_store(
             seed=seed,
             generation=manifest.generation,
         )
-    return StoreSurvey(manifest, known, reading, manifest.generation > 0, _entries_bytes(root) > 0)
+    return StoreSurvey(manifest, known, reading, manifest.generation > 0, _any_entry(root))
 
 
 @dataclass
@@ -142,6 +143,14 @@ def frames_to_drop(
         dropped.append(row.session_id)
         total_bytes -= row.entry_bytes
     return dropped
+
+
+def _any_entry(root: Path) -> bool:
+    try:
+        with os.scandir(cache.cache_dir(root)) as entries:
+            return any(entry.name.endswith(".json") for entry in entries)
+    except OSError:
+        return False
 
 
 def _entries_bytes(root: Path) -> int:

@@ -24,9 +24,21 @@ from rovertrain.gate import (
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl
 from rovertrain.job.state import TrainingState
-from rovertrain.learn.evaluate import BlindScore, Scoring, blind_score, evaluate, held_out_curve
+from rovertrain.learn.evaluate import (
+    BlindScore,
+    Scoring,
+    blind_score,
+    held_out_curve,
+    predict,
+    score,
+)
 from rovertrain.learn.losses import LossSetup
-from rovertrain.learn.metrics import EventMetrics, natural_frequencies
+from rovertrain.learn.metrics import (
+    EventMetrics,
+    Interval,
+    natural_frequencies,
+    session_f1_interval,
+)
 from rovertrain.learn.policy import Policy
 from rovertrain.learn.probe import probe
 from rovertrain.learn.train import TrainResult, summarise_norms
@@ -71,6 +83,7 @@ class GateEvaluation:
     metrics: EventMetrics | None = None
     reasons: tuple[str, ...] = ()
     blind: BlindScore | None = None
+    f1_interval: Interval | None = None  # over held-out sessions; the gate uses the point
 
     def to_json(self) -> JsonObject:
         unsupported: JsonObject = {
@@ -87,6 +100,7 @@ class GateEvaluation:
             "method": METHOD,
             "threshold": self.threshold,
             "heldOutSessions": self.support.sessions,
+            "f1Interval": self.f1_interval.to_json() if self.f1_interval else None,
             "stopConditionsApplied": stop_conditions_apply(self.metrics, self.support),
             "gateReasons": list(self.reasons),
             **self.camera_json(),
@@ -111,12 +125,27 @@ def gate_evaluation(
     if not len(validation) or should_stop():
         status = unevaluated_status(support, len(validation))
         return GateEvaluation(status, len(validation), support, threshold)
-    measured = evaluate(model, validation, scoring, should_stop)
+    predictions = predict(model, validation, scoring.batch_size, should_stop)
+    measured = score(predictions, validation, scoring)
     blind = blind_score(model, validation, scoring, measured, should_stop)
     camera = CameraGain(blind.vision_gain, blind.change_gain)
     reasons = gate_reasons(measured, job.gate, len(validation), support, camera)
+    done = predictions.done
+    interval = session_f1_interval(
+        predictions.probabilities[:done] >= threshold,
+        validation.fires[:done].astype(bool),
+        validation.session[:done],
+        len(scoring.schema),
+    )
     return GateEvaluation(
-        gate_status(reasons), len(validation), support, threshold, measured, tuple(reasons), blind
+        gate_status(reasons),
+        len(validation),
+        support,
+        threshold,
+        measured,
+        tuple(reasons),
+        blind,
+        interval,
     )
 
 

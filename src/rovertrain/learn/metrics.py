@@ -299,3 +299,45 @@ def event_metrics(
 def natural_frequencies(usable_windows: int, command_event_counts: np.ndarray) -> np.ndarray:
     """How often each slot fires per usable training window, before any sampling."""
     return np.asarray(command_event_counts, dtype=np.float64) / max(1, usable_windows)
+
+
+INTERVAL_LEVEL = 0.9
+INTERVAL_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A held-out figure's interval from a bootstrap over whole sessions."""
+
+    low: float
+    high: float
+    level: float
+    sessions: int
+
+    def to_json(self) -> JsonObject:
+        return {"low": self.low, "high": self.high, "level": self.level, "sessions": self.sessions}
+
+
+def session_f1_interval(
+    predicted: np.ndarray, actual: np.ndarray, session: np.ndarray, slots: int, seed: int = 0
+) -> Interval | None:
+    """The held-out F1's percentile interval (INTERVAL_LEVEL), resampling whole sessions with
+    replacement: neighbouring windows of one drive are not independent, so the session, not
+    the window, is the unit of the sample. None with fewer than 2 sessions."""
+    names, position = np.unique(session, return_inverse=True)
+    if len(names) < 2:
+        return None
+    predicted, actual = predicted[:, :slots], actual[:, :slots]
+    per_session = np.zeros((len(names), 3))
+    np.add.at(per_session[:, 0], position, (predicted & actual).sum(axis=1))
+    np.add.at(per_session[:, 1], position, predicted.sum(axis=1))
+    np.add.at(per_session[:, 2], position, actual.sum(axis=1))
+    draws = np.random.default_rng(seed).multinomial(
+        len(names), np.full(len(names), 1.0 / len(names)), size=INTERVAL_RESAMPLES
+    )
+    hits, guesses, events = (draws @ per_session).T
+    total = guesses + events
+    f1 = np.divide(2 * hits, total, out=np.zeros_like(hits), where=total > 0)
+    tail = (1 - INTERVAL_LEVEL) / 2
+    low, high = np.quantile(f1, [tail, 1 - tail])
+    return Interval(float(low), float(high), INTERVAL_LEVEL, len(names))
