@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fleet import clone_sessions, clone_store_entries
 
 JOB = {"passesPerJob": 1, "maxStepsPerJob": 50, "minimumSamples": 1, "maxSamples": 2000,
+       "cacheMaxMegabytes": 10_000_000,  # the clones share their files: nothing to drop
        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
        "probeMaxSeconds": 2, "batchSize": 32, "threads": 2}  # fmt: skip
 SESSION_MINUTES = 0.5

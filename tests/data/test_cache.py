@@ -21,14 +21,15 @@ def test_eviction_removes_least_recently_used_first(tmp_path: Path) -> None:
     make_entry(tmp_path, "old", 1000, now - 300)
     make_entry(tmp_path, "middle", 1000, now - 200)
     make_entry(tmp_path, "new", 1000, now - 100)
-    removed = evict(tmp_path, 2100, keep=set())
+    removed, left = evict(tmp_path, 2100, keep={})
     names = sorted(p.stem for p in cache_dir(tmp_path).glob("*.json"))
-    assert names == ["middle", "new"] and removed == 1002
+    assert names == ["middle", "new"] and (removed, left) == (1002, 2004)
 
 
 def test_entries_in_use_are_kept(tmp_path: Path) -> None:
     now = time.time()
     make_entry(tmp_path, "old", 1000, now - 300)
     make_entry(tmp_path, "new", 1000, now - 100)
-    evict(tmp_path, 0, keep={"old"})
+    removed, left = evict(tmp_path, 0, keep={"old": 1002})
     assert sorted(p.stem for p in cache_dir(tmp_path).glob("*.json")) == ["old"]
+    assert (removed, left) == (1002, 1002)  # what is kept is counted by its known size

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,36 +102,45 @@ def write_meta(entry: CacheEntry, result: DecodeResult) -> None:
         temporary.write_text(json.dumps({"key": entry.key, **result.to_json()}))
 
 
-def evict(root: Path, max_bytes: int, keep: set[str]) -> int:
-    """Remove least recently used entries until the cache fits; return bytes removed."""
+def evict(root: Path, max_bytes: int, keep: Mapping[str, int]) -> tuple[int, int]:
+    """Remove least recently used entries outside `keep` until the cache fits.
+
+    `keep` maps the entries to keep to their sizes in bytes, known from the store's manifest,
+    so only the other entries are stat'ed: the cost grows with the leftovers, not with the
+    sessions stored. Returns (bytes removed, bytes left).
+    """
     directory = cache_dir(root)
     try:
-        metas = [path for path in directory.iterdir() if path.suffix == ".json"]
+        with os.scandir(directory) as found:
+            names = {
+                Path(entry.name).stem
+                for entry in found
+                if entry.name.endswith((".json", ".frames")) and not entry.name.startswith(".")
+            }
     except OSError:
-        return 0
+        return 0, 0
+    total = sum(keep[name] for name in names if name in keep)
     entries = []
-    total = 0
-    for meta in metas:
-        frames = meta.with_suffix(".frames")
-        try:
-            size = frames.stat().st_size + meta.stat().st_size
-            used = meta.stat().st_mtime
-        except OSError:
-            continue
+    for name in names - keep.keys():
+        meta, frames = directory / f"{name}.json", directory / f"{name}.frames"
+        size, used = 0, 0.0  # used: the metadata's time, touched by every `load`
+        with contextlib.suppress(OSError):
+            info = meta.stat()
+            size, used = info.st_size, info.st_mtime
+        with contextlib.suppress(OSError):
+            size += frames.stat().st_size
         total += size
-        entries.append((used, meta.stem, size, meta, frames))
+        entries.append((used, name, size, meta, frames))
     removed = 0
-    for _used, name, size, meta, frames in sorted(entries):
+    for _used, _name, size, meta, frames in sorted(entries):
         if total <= max_bytes:
             break
-        if name in keep:
-            continue
         for path in (meta, frames):
             with contextlib.suppress(OSError):
                 path.unlink()
         total -= size
         removed += size
-    return removed
+    return removed, total
 
 
 def remove_temporaries(root: Path) -> None:

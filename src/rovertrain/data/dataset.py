@@ -208,6 +208,7 @@ class Dataset:
     autonomous_only: list[tuple[str | None, FieldFigures]] = field(default_factory=list)
     unread: list[ManifestRow] = field(default_factory=list)  # stored sessions not read
     store: StoreUpdate | None = None  # what the job adds to the store (`commit_store`)
+    schema_sources: set[tuple[str, str]] = field(default_factory=set)  # rows' types, applied
 
     def of_partition(self, partition: Partition) -> list[SessionResult]:
         return [result for result in self.sessions if result.partition is partition]
@@ -430,7 +431,9 @@ def _count_unread(dataset: Dataset, row: ManifestRow) -> None:
     dataset.unread.append(row)
     if row.held_out:
         return
-    dataset.schema = row.extend(dataset.schema)
+    if (row.command_types, row.command_roles) not in dataset.schema_sources:
+        dataset.schema_sources.add((row.command_types, row.command_roles))
+        dataset.schema = row.extend(dataset.schema)  # the same types again change nothing
     dataset.trained_rovers.add(row.rover_id)
     profile = row.control_profile
     if profile is not None and profile not in dataset.control_profiles:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from rovertrain.contracts.command_schema import Schema, extended
@@ -97,9 +97,10 @@ def fingerprint(directory: Path, names: Iterable[str]) -> str | None:
     changed recording, re-ingested. None when one cannot be read (the job reads the session
     then and reports why)."""
     parts = []
+    folder = os.fspath(directory)
     for name in ("session.json", *names):
         try:
-            info = os.lstat(directory / name)
+            info = os.lstat(os.path.join(folder, name))
         except OSError:
             return None
         parts.append(f"{name}:{info.st_size}:{info.st_mtime_ns}:{info.st_ino}")
@@ -136,7 +137,11 @@ def read_manifest(root: Path) -> Manifest:
         return EMPTY
     if version != MANIFEST_VERSION or tuple(table.column_names) != _COLUMNS:
         return EMPTY
-    rows = {str(record["session_id"]): ManifestRow(**record) for record in table.to_pylist()}
+    columns = table.to_pydict()
+    rows = {
+        str(values[0]): ManifestRow(*values)
+        for values in zip(*(columns[name] for name in _COLUMNS), strict=True)
+    }
     return Manifest(generation, rows)
 
 
@@ -145,7 +150,7 @@ def write_manifest(root: Path, generation: int, rows: Sequence[ManifestRow]) -> 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    records = [asdict(row) for row in rows]
+    columns = {name: [getattr(row, name) for row in rows] for name in _COLUMNS}
     schema = pa.schema(
         [
             ("session_id", pa.string()),
@@ -175,7 +180,7 @@ def write_manifest(root: Path, generation: int, rows: Sequence[ManifestRow]) -> 
             "rovertrain.generation": str(generation),
         },
     )
-    table = pa.Table.from_pylist(records, schema=schema)
+    table = pa.Table.from_pydict(columns, schema=schema)
     path = manifest_path(root)
     with replacing(path, durable=True) as temporary:
         pq.write_table(table, temporary)

@@ -114,9 +114,8 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     rows = dict(survey.manifest.rows)
     for row in update.ingested:
         rows[row.session_id] = row
-    referenced = {row.entry for row in rows.values() if not row.dropped} | update.read_entries
-    orphan_bytes = cache.evict(root, budget_bytes, keep=referenced)
-    total = _entries_bytes(root)
+    referenced = {row.entry: row.entry_bytes for row in rows.values() if not row.dropped}
+    orphan_bytes, total = cache.evict(root, budget_bytes, keep=referenced)
     to_drop = frames_to_drop(list(rows.values()), total, budget_bytes, update.read_entries)
     for session_id in to_drop:
         rows[session_id] = replace(rows[session_id], dropped=True)
@@ -125,7 +124,8 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     for session_id in to_drop:  # after the manifest says so: a crash leaves rows, not holes
         _remove_entry(root, rows[session_id].entry)
     migrated = not survey.had_manifest and survey.had_entries
-    return StoreFigures(len(rows), len(to_drop), orphan_bytes, _entries_bytes(root), migrated)
+    left = total - sum(rows[session_id].entry_bytes for session_id in to_drop)
+    return StoreFigures(len(rows), len(to_drop), orphan_bytes, left, migrated)
 
 
 def frames_to_drop(
@@ -151,16 +151,6 @@ def _any_entry(root: Path) -> bool:
             return any(entry.name.endswith(".json") for entry in entries)
     except OSError:
         return False
-
-
-def _entries_bytes(root: Path) -> int:
-    total = 0
-    with contextlib.suppress(OSError):
-        for path in cache.cache_dir(root).iterdir():
-            if path.suffix in (".frames", ".json"):
-                with contextlib.suppress(OSError):
-                    total += path.stat().st_size
-    return total
 
 
 def _remove_entry(root: Path, name: str) -> None:
