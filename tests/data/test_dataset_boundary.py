@@ -9,7 +9,7 @@ import pytest
 
 from media import add_session, encode_video
 from rovertrain.contracts.command_schema import initial_schema
-from rovertrain.data import dataset as dataset_module
+from rovertrain.data import session_read as dataset_module
 from rovertrain.data.dataset import DatasetRequest, Unwatched, build_dataset
 from rovertrain.job.config import parse_job
 from rovertrain.protocol.events import EventStream

@@ -7,9 +7,9 @@ same partition, samples and schema.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,179 +17,62 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, extended
+from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.contracts.observation import (
-    OBS_CHANNELS,
-    OBS_HEIGHT,
-    OBS_WIDTH,
-    STALE_FRAME_MS,
-    STATE_FEATURES_PER_SLOT,
-)
 from rovertrain.data import cache
-from rovertrain.data.cache import CachedFrames
 from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
 from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
-from rovertrain.data.manifest import ManifestRow, command_types_json, fingerprint
-from rovertrain.data.partition import Partition, is_held_out, partition_of
-from rovertrain.data.recording import Recording, load_recording, read_command_log
-from rovertrain.data.sampling import (
-    category_capacity,
-    per_session_capacity,
-    sample_windows,
-    selection_capacity,
-    session_rng,
-    split_tail,
-    with_corrections_repeated,
+from rovertrain.data.manifest import ManifestRow, extend_with
+from rovertrain.data.partition import Partition, is_held_out
+from rovertrain.data.reading import reading_shard
+from rovertrain.data.recording import CommandLog, Recording, load_recording, read_command_log
+from rovertrain.data.sampling import category_capacity, per_session_capacity, selection_capacity
+from rovertrain.data.session_read import (
+    Reading,
+    Ready,
+    Session,
+    SessionOutcome,
+    SessionResult,
+    Skip,
+    WindowSet,
+    empty_windows,
+    internal_skip,
+    session_outcome,
 )
 from rovertrain.data.settings import Decoding, Sampling
 from rovertrain.data.store import StoreSurvey, StoreUpdate, survey_store
-from rovertrain.data.windows import (
-    Labels,
-    LabelSummary,
-    label_windows,
-    summary,
-    supervised_windows,
-)
 from rovertrain.protocol.events import EventStream
 
-
-@dataclass
-class WindowSet:
-    """Windows stored compactly: uint8 frames and contiguous label arrays."""
-
-    frames: np.ndarray
-    states: np.ndarray
-    fires: np.ndarray
-    values: np.ndarray
-    available: np.ndarray
-    category: np.ndarray
-    session: np.ndarray  # int32: which session each window came from (0, 1, ... as added)
-
-    def __len__(self) -> int:
-        return len(self.category)
-
-    def nbytes(self) -> int:
-        return sum(
-            array.nbytes
-            for array in (self.frames, self.states, self.fires, self.values, self.available)
-        )
-
-    def subset(self, indices: np.ndarray | slice) -> WindowSet:
-        return WindowSet(
-            frames=self.frames[indices],
-            states=self.states[indices],
-            fires=self.fires[indices],
-            values=self.values[indices],
-            available=self.available[indices],
-            category=self.category[indices],
-            session=self.session[indices],
-        )
+__all__ = ["Dataset", "DatasetRequest", "SessionResult", "WindowSet", "build_dataset"]
 
 
 class WindowSetBuilder:
+    """Sessions' windows appended in the job's order into preallocated arrays."""
+
     def __init__(self, capacity: int):
         self.count = 0
-        self.frames = np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8)
-        self.states = np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32)
-        self.fires = np.empty((capacity, SLOTS), dtype=np.uint8)
-        self.values = np.empty((capacity, SLOTS, VALUES), dtype=np.float32)
-        self.available = np.empty((capacity, SLOTS, VALUES), dtype=np.uint8)
-        self.category = np.empty(capacity, dtype=np.int8)
-        self.session = np.empty(capacity, dtype=np.int32)
         self.sessions = 0
+        self.windows = empty_windows(capacity)
 
-    def add(self, frames: np.ndarray, labels: Labels, indices: list[int]) -> None:
-        """One session's chosen windows (each call is a new session)."""
-        chosen = np.asarray(indices, dtype=np.int64)
-        end = self.count + len(chosen)
-        if end > len(self.category):
+    def add(self, chunk: WindowSet) -> None:
+        """One session's windows (each call is a new session)."""
+        end = self.count + len(chunk)
+        if end > len(self.windows):
             raise ValueError("window set capacity exceeded")
-        window = slice(self.count, end)
-        self.frames[window] = frames[chosen]
-        self.states[window] = labels.states[chosen]
-        self.fires[window] = labels.fires[chosen]
-        self.values[window] = labels.values[chosen]
-        self.available[window] = labels.available[chosen]
-        self.category[window] = labels.category[chosen]
-        self.session[window] = self.sessions
+        window, target = slice(self.count, end), self.windows
+        target.frames[window] = chunk.frames
+        target.states[window] = chunk.states
+        target.fires[window] = chunk.fires
+        target.values[window] = chunk.values
+        target.available[window] = chunk.available
+        target.category[window] = chunk.category
+        target.session[window] = self.sessions
         self.sessions += 1
         self.count = end
 
     def build(self) -> WindowSet:
-        return WindowSet(
-            frames=self.frames,
-            states=self.states,
-            fires=self.fires,
-            values=self.values,
-            available=self.available,
-            category=self.category,
-            session=self.session,
-        ).subset(slice(0, self.count))
-
-
-@dataclass(frozen=True)
-class SessionResult:
-    """An accepted session's figures: the `dataset` event's diagnostics, typed."""
-
-    session_id: str
-    partition: Partition
-    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the cache (JSON)
-    labels: LabelSummary
-    windows: int
-    usable_windows: int
-    invalid_command_lines: int
-    dropped_command_lines: dict[str, int]
-    clipped_command_values: int
-    commands: int
-    sampled_windows: int
-    selection_windows: int
-    rover_id: str
-    control_profile: str | None
-    driven_by: str | None = None  # session.json drivenBy.model
-
-    def field_figures(self) -> FieldFigures | None:
-        """How a policy drove this session under supervision (None: a person drove it all)."""
-        return field_figures_of(self.labels)
-
-    def diagnostics(self) -> dict[str, Any]:
-        return {
-            **self.decode,
-            **self.labels.to_json(),
-            "windows": self.windows,
-            "usableWindows": self.usable_windows,
-            "invalidCommandLines": self.invalid_command_lines,
-            "droppedCommandLines": self.dropped_command_lines,
-            "clippedCommandValues": self.clipped_command_values,
-            "commands": self.commands,
-            "partition": self.partition,
-            "sampledWindows": self.sampled_windows,
-            "selectionWindows": self.selection_windows,
-            "roverId": self.rover_id,
-            "controlProfile": self.control_profile,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, **self.diagnostics()}
-
-
-def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
-    """A session's field figures from its labels (None: a person drove it all)."""
-    if not labels.supervised_windows and not labels.take_overs:
-        return None
-    return FieldFigures.of_windows(
-        labels.supervised_windows, labels.autonomous_windows, labels.take_overs
-    )
-
-
-class PolicyDroveAll(SkipSession):
-    """A session a policy drove throughout: nothing to imitate (skipped, `no_windows`), but
-    its autonomous minutes are field evidence for the model that drove (`field_by_model`)."""
-
-    def __init__(self, driven_by: str | None, figures: FieldFigures | None, labelled: _Labelled):
-        super().__init__("no_windows", "no usable window: a policy drove every window")
-        self.driven_by, self.figures, self.labelled = driven_by, figures, labelled
+        return self.windows.subset(slice(0, self.count))
 
 
 @dataclass
@@ -257,6 +140,19 @@ class DatasetRequest:
     keep_windows: bool = True
     decoded: DecodedByRanks = field(default_factory=DecodedByRanks)
     maintains_cache: bool = True  # removes temporaries and evicts: one rank only
+    exchange: Exchange | None = None  # the job's ranks, each reading a shard (job/ranks.py)
+
+
+class Exchange(Protocol):
+    """The job's ranks as the dataset sees them (job/ranks.py implements it)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's `value` (picklable), in rank order, on every rank."""
+        ...
 
 
 class DecodeWatcher(Protocol):
@@ -287,9 +183,6 @@ def _limits(decoding: Decoding) -> DecodeLimits:
         max_seconds=decoding.maxVideoMinutes * 60,
         threads=1,
     )
-
-
-Ready = CachedFrames | SkipSession
 
 
 @dataclass
@@ -323,7 +216,7 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
             plan.ready[session_id] = SkipSession("invalid_recording", f"cannot read: {error}")
             continue
         except Exception as error:  # defence in depth: one session never ends the job
-            plan.ready[session_id] = _internal_skip(error)
+            plan.ready[session_id] = SkipSession(*dataclasses.astuple(internal_skip(error)))
             continue
         plan.recordings[session_id] = recording
         plan.entries[session_id] = entry
@@ -349,12 +242,6 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
     return plan
 
 
-def _internal_skip(error: Exception) -> SkipSession:
-    detail = "".join(traceback.format_exception(error))[-4000:]
-    reason = f"unexpected {type(error).__name__} while reading the session: {str(error)[:300]}"
-    return SkipSession("session_internal", reason, detail)
-
-
 def _read_back(entry: cache.CacheEntry, outcome: Outcome) -> Ready:
     if not isinstance(outcome, DecodeDone):
         return SkipSession(outcome.code, outcome.reason)
@@ -375,21 +262,22 @@ def survey(request: DatasetRequest) -> StoreSurvey:
 
 def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeWatcher) -> Dataset:
     """Decode in parallel, then label and sample strictly in the given order; sessions the
-    store holds and the reading plan leaves out count from their manifest rows."""
+    store holds and the reading plan leaves out count from their manifest rows. Under
+    several ranks (`request.exchange`), each reads a disjoint shard and all apply every
+    outcome in the same order: the same dataset as one process builds."""
     started = time.monotonic()
     found = survey(request)
     reading = found.reading
     sampled = [session_id for session_id in request.sessions if session_id in reading.sampled]
     per_session = per_session_capacity(request.sampling.maxSamples, len(sampled))
     training_count = sum(not is_held_out(session_id) for session_id in sampled)
-    held_count = len(sampled) - training_count
     keep = request.keep_windows
     fraction = request.sampling.selectionFraction
     builders = _Builders(
         training=WindowSetBuilder(
             training_count * 3 * category_capacity(per_session) if keep else 0
         ),
-        held_out=WindowSetBuilder(held_count * per_session if keep else 0),
+        held_out=WindowSetBuilder((len(sampled) - training_count) * per_session if keep else 0),
         selection=WindowSetBuilder(
             training_count * selection_capacity(per_session, fraction) if keep else 0
         ),
@@ -404,25 +292,154 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
     if request.maintains_cache:
         cache.remove_temporaries(request.root)
-    plan = _plan(request, reading.read)
-    pool = _decoder_pool(request, watcher)
-    results = pool.run(plan.decode)
-    for session_id in request.sessions:
-        if session_id not in reading.read:
-            _count_unread(dataset, found.known[session_id])
-            continue
-        if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
-            break
-        recording, entry = plan.recordings.get(session_id), plan.entries.get(session_id)
-        session = _Session(session_id, recording, entry, plan.ready.pop(session_id))
-        quota = per_session if session_id in reading.sampled else 0
-        _process_session(request, dataset, session, quota, builders, stream)
-    results.close()  # stops any decoder still running (the pool's finally)
+    job = _JobReading(
+        request,
+        found,
+        Reading(request.seed, request.sampling, keep, found.manifest.next_generation()),
+        per_session,
+    )
+    exchange = request.exchange
+    if exchange is None or exchange.size == 1:
+        _read_in_order(job, dataset, builders, stream, watcher)
+    else:
+        _read_shared(job, dataset, builders, stream, watcher, exchange)
     dataset.pool = builders.training.build()
     dataset.validation = builders.held_out.build()
     dataset.selection = builders.selection.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
     return dataset
+
+
+@dataclass(frozen=True)
+class _JobReading:
+    request: DatasetRequest
+    found: StoreSurvey
+    reading: Reading
+    per_session: int
+
+    def outcome(
+        self, schema: Schema, session: Session, log: CommandLog | None = None
+    ) -> SessionOutcome:
+        plan = self.found.reading
+        session_id = session.session_id
+        quota = self.per_session if session_id in plan.sampled else 0
+        return session_outcome(
+            self.reading, schema, session, quota, session_id in plan.ingested, log
+        )
+
+
+def _read_in_order(
+    job: _JobReading,
+    dataset: Dataset,
+    builders: _Builders,
+    stream: EventStream,
+    watcher: DecodeWatcher,
+) -> None:
+    """One process: each session read and applied in the job's order."""
+    request, plan_of_reading = job.request, job.found.reading
+    plan = _plan(request, plan_of_reading.read)
+    results = _decoder_pool(request, watcher).run(plan.decode)
+    try:
+        for session_id in request.sessions:
+            if session_id not in plan_of_reading.read:
+                _count_unread(dataset, job.found.known[session_id])
+                continue
+            if not _wait_until_ready(session_id, plan, results) or watcher.should_stop():
+                break
+            session = _session(plan, session_id)
+            _apply(dataset, builders, stream, job.outcome(dataset.schema, session))
+    finally:
+        results.close()  # stops any decoder still running (the pool's finally)
+
+
+def _session(plan: _Plan, session_id: str) -> Session:
+    recording, entry = plan.recordings.get(session_id), plan.entries.get(session_id)
+    return Session(session_id, recording, entry, plan.ready.pop(session_id))
+
+
+def _read_shared(
+    job: _JobReading,
+    dataset: Dataset,
+    builders: _Builders,
+    stream: EventStream,
+    watcher: DecodeWatcher,
+    exchange: Exchange,
+) -> None:
+    """Several ranks: each reads its shard of the sessions (`reading_shard`), the command
+    types are exchanged so that every rank labels with the schema one process would end with,
+    the outcomes are exchanged, and every rank applies them all in the job's order."""
+    request, found = job.request, job.found
+    read = [session_id for session_id in request.sessions if session_id in found.reading.read]
+    mine = reading_shard(read, found.known, exchange.rank, exchange.size)
+    plan = _plan(request, frozenset(mine))
+    results = _decoder_pool(request, watcher).run(plan.decode)
+    sessions: dict[str, Session] = {}
+    try:
+        for session_id in mine:
+            if not _wait_until_ready(session_id, plan, results):
+                break
+            sessions[session_id] = _session(plan, session_id)
+    finally:
+        results.close()
+    logs = {session_id: _log_of(session) for session_id, session in sessions.items()}
+    types = {
+        session_id: _types_of(sessions[session_id], log)
+        for session_id, log in logs.items()
+        if log is not None and not is_held_out(session_id)
+    }
+    every_type: dict[str, tuple[str, str]] = {}
+    for shard in exchange.gather(types):
+        every_type.update(shard)
+    schema = _grown_schema(request, found, every_type)
+    outcomes: dict[str, SessionOutcome] = {}
+    for session_id, session in sessions.items():
+        if watcher.should_stop():
+            break
+        outcomes[session_id] = job.outcome(schema, session, logs[session_id])
+    every: dict[str, SessionOutcome] = {}
+    for shard_outcomes in exchange.gather(outcomes):
+        every.update(shard_outcomes)
+    for session_id in request.sessions:
+        if session_id not in found.reading.read:
+            _count_unread(dataset, found.known[session_id])
+        elif session_id in every:
+            _apply(dataset, builders, stream, every[session_id])
+        else:
+            break  # a stop: the sessions after it are not read, as in one process
+
+
+def _log_of(session: Session) -> CommandLog | None:
+    if session.recording is None or isinstance(session.ready, SkipSession):
+        return None
+    try:
+        return read_command_log(session.recording)
+    except SkipSession:
+        return None  # its outcome reads it again and says why
+
+
+def _types_of(session: Session, log: CommandLog) -> tuple[str, str]:
+    from rovertrain.data.manifest import command_types_json
+
+    assert session.recording is not None
+    types = command_types_json((command.type, command.values) for command in log.commands)
+    return types, json.dumps(dict(session.recording.command_roles))
+
+
+def _grown_schema(
+    request: DatasetRequest, found: StoreSurvey, types: dict[str, tuple[str, str]]
+) -> Schema:
+    """The schema one process ends with: grown in the job's order by every training session's
+    command types (those read, from their logs; the others, from their manifest rows)."""
+    schema = request.schema
+    for session_id in request.sessions:
+        if is_held_out(session_id):
+            continue
+        if session_id in types:
+            schema = extend_with(schema, *types[session_id])
+        elif session_id not in found.reading.read:
+            row = found.known[session_id]
+            schema = extend_with(schema, row.command_types, row.command_roles)
+    return schema
 
 
 def _count_unread(dataset: Dataset, row: ManifestRow) -> None:
@@ -505,203 +522,50 @@ class _Builders:
     selection: WindowSetBuilder
 
 
-@dataclass(frozen=True)
-class _Session:
-    session_id: str
-    recording: Recording | None
-    entry: cache.CacheEntry | None
-    ready: Ready
-
-
-@dataclass(frozen=True)
-class _Labelled:
-    schema: Schema
-    labels: Labels
-    usable: list[int]
-    commands: int
-    invalid_lines: int
-    dropped: dict[str, int]
-    clipped_values: int
-    command_types: str  # the log's command types and value names (manifest JSON)
-
-
-def _label(session: _Session, schema: Schema, held_out: bool) -> _Labelled:
-    """Read the command log and label the windows; raises SkipSession."""
-    if isinstance(session.ready, SkipSession):
-        raise session.ready
-    recording = session.recording
-    assert recording is not None
-    frames = session.ready
-    log = read_command_log(recording)
-    if not held_out:
-        schema = extended(
-            schema, ((c.type, c.values) for c in log.commands), recording.command_roles
-        )
-    labels = label_windows(frames.ticks, log.commands, schema)
-    stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
-    # A window a policy drove and nobody corrected holds no decision of a person's.
-    usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
-    labelled = _Labelled(
-        schema=schema,
-        labels=labels,
-        usable=usable,
-        commands=len(log.commands),
-        invalid_lines=log.invalid_lines,
-        dropped=dict(log.dropped),
-        clipped_values=log.clipped_values,
-        command_types=command_types_json((c.type, c.values) for c in log.commands),
-    )
-    if not usable and len(labels.autonomous) and labels.autonomous.all():
-        raise PolicyDroveAll(recording.driven_by, field_figures_of(summary(labels)), labelled)
-    if not usable:
-        raise SkipSession("no_windows", "no usable window: no frame near any 100 ms tick")
-    return labelled
-
-
-def _process_session(
-    request: DatasetRequest,
-    dataset: Dataset,
-    session: _Session,
-    per_session: int,
-    builders: _Builders,
-    stream: EventStream,
+def _apply(
+    dataset: Dataset, builders: _Builders, stream: EventStream, outcome: SessionOutcome
 ) -> None:
-    """Label one session, sample `per_session` of its windows (0: ingested, not sampled),
-    emit its `dataset` event and, if it is new, its manifest row."""
-    session_id = session.session_id
-    partition = partition_of(session_id)
-    held_out = partition is Partition.HELD_OUT
-    try:
-        labelled = _label(session, dataset.schema, held_out)
-    except SkipSession as skip:
-        if isinstance(skip, PolicyDroveAll):
-            if skip.figures is not None:
-                dataset.autonomous_only.append((skip.driven_by, skip.figures))
-            _add_row(dataset, session, skip.labelled)
-        _skip(dataset, stream, session_id, partition, skip)
+    """One session's outcome into the dataset, in the job's order: the schema it grew, its
+    windows, its manifest row, its `dataset` or `skipped` event."""
+    held_out = outcome.partition is Partition.HELD_OUT
+    if outcome.schema is not None:
+        dataset.schema = outcome.schema
+    store = dataset.store
+    if store is not None and outcome.entry is not None:
+        store.read_entries.add(outcome.entry)
+        if outcome.row is not None:
+            store.ingested.append(outcome.row)
+    result = outcome.result
+    if result is None:
+        if outcome.field is not None:
+            dataset.autonomous_only.append(outcome.field)
+        skip = outcome.skip or Skip("session_internal", "no outcome")
+        _skip(dataset, stream, outcome.session_id, outcome.partition, skip)
         return
-    except Exception as error:  # defence in depth: one session never ends the job
-        _skip(dataset, stream, session_id, partition, _internal_skip(error))
-        return
-    recording, frames, labels = session.recording, session.ready, labelled.labels
-    assert recording is not None and isinstance(frames, CachedFrames)
-    indices: list[int] = []
-    tail: list[int] = []
-    if request.keep_windows and per_session:
-        indices, tail = _sample(request, session_id, labelled, held_out, per_session)
-        mapped = frames.frames  # one map per session, released when it is gathered
-        if held_out:
-            builders.held_out.add(mapped, labels, indices)
-        else:
-            builders.training.add(mapped, labels, indices)
-            builders.selection.add(mapped, labels, tail)
-        del mapped
+    if outcome.windows is not None:
+        (builders.held_out if held_out else builders.training).add(outcome.windows)
+    if outcome.selection is not None:
+        builders.selection.add(outcome.selection)
     if not held_out:
-        dataset.schema = labelled.schema
-        dataset.trained_rovers.add(recording.rover_id)
-        profile = recording.control_profile
+        dataset.trained_rovers.add(result.rover_id)
+        profile = result.control_profile
         if profile is not None and profile not in dataset.control_profiles:
             dataset.control_profiles.append(profile)
-    dataset.accepted.append(session_id)
-    dataset.observed_windows[session_id] = len(labels.category)
-    _add_row(dataset, session, labelled)
-    result = SessionResult(
-        session_id=session_id,
-        partition=partition,
-        decode=frames.stats,
-        labels=summary(labels),
-        windows=len(labels.category),
-        usable_windows=len(labelled.usable),
-        invalid_command_lines=labelled.invalid_lines,
-        dropped_command_lines=labelled.dropped,
-        clipped_command_values=labelled.clipped_values,
-        commands=labelled.commands,
-        sampled_windows=len(indices),
-        selection_windows=len(tail),
-        rover_id=recording.rover_id,
-        control_profile=recording.control_profile,
-        driven_by=recording.driven_by,
-    )
+    dataset.accepted.append(result.session_id)
+    dataset.observed_windows[result.session_id] = result.windows
     dataset.sessions.append(result)
     stream.emit(
         "dataset",
-        sessionId=session_id,
+        sessionId=result.session_id,
         windows=result.windows,
-        sampled=len(indices),
-        partition=partition,
+        sampled=result.sampled_windows,
+        partition=result.partition,
         diagnostics=result.diagnostics(),
     )
 
 
-def _sample(
-    request: DatasetRequest,
-    session_id: str,
-    labelled: _Labelled,
-    held_out: bool,
-    per_session: int,
-) -> tuple[list[int], list[int]]:
-    """(windows, selection tail) of one session: the natural mix for a held-out session; for
-    a training one, per category from its head, take-over corrections repeated, and its tail."""
-    labels = labelled.labels
-    rng = session_rng(request.seed, session_id)
-    categories = labels.category.tolist()
-    if held_out:
-        return sample_windows(labelled.usable, categories, True, per_session, rng), []
-    fraction = request.sampling.selectionFraction
-    head, tail = split_tail(labelled.usable, fraction)
-    indices = sample_windows(head, categories, False, per_session, rng)
-    repeats = request.sampling.takeOverRepeats
-    if repeats > 1 and labels.corrections.any():
-        room = 3 * category_capacity(per_session) - len(indices)
-        corrections = labels.corrections.tolist()
-        indices = with_corrections_repeated(indices, corrections, repeats, room)
-    capacity = selection_capacity(per_session, fraction)
-    return indices, sample_windows(tail, categories, True, capacity, rng)
-
-
-def _add_row(dataset: Dataset, session: _Session, labelled: _Labelled) -> None:
-    """The manifest row of a session this job ingested; read sessions' rows stand."""
-    store, recording, entry = dataset.store, session.recording, session.entry
-    if store is None or recording is None or entry is None:
-        return
-    if session.session_id not in store.survey.reading.ingested:
-        store.read_entries.add(entry.name)
-        return
-    names = (recording.video_path.name, recording.commands_path.name)
-    seen = fingerprint(recording.directory, names)
-    if seen is None:
-        return  # changed under us: ingested again next time
-    labels = labelled.labels
-    usable = np.bincount(labels.category[labelled.usable], minlength=3)
-    store.read_entries.add(entry.name)
-    store.ingested.append(
-        ManifestRow(
-            session_id=session.session_id,
-            entry=entry.name,
-            fingerprint=seen,
-            video=names[0],
-            commands=names[1],
-            held_out=is_held_out(session.session_id),
-            windows=len(labels.category),
-            usable_none=int(usable[0]),
-            usable_command=int(usable[1]),
-            usable_stop=int(usable[2]),
-            rover_id=recording.rover_id,
-            control_profile=recording.control_profile,
-            driven_by=recording.driven_by,
-            supervised_windows=supervised_windows(labels.autonomous),
-            autonomous_windows=int(labels.autonomous.sum()),
-            take_overs=labels.take_overs,
-            command_types=labelled.command_types,
-            command_roles=json.dumps(dict(recording.command_roles)),
-            generation=store.survey.manifest.next_generation(),
-            entry_bytes=_size(entry.frames_path) + _size(entry.meta_path),
-        )
-    )
-
-
 def _skip(
-    dataset: Dataset, stream: EventStream, session_id: str, partition: Partition, skip: SkipSession
+    dataset: Dataset, stream: EventStream, session_id: str, partition: Partition, skip: Skip
 ) -> None:
     dataset.rejected[session_id] = skip.reason
     detail = {"detail": skip.detail} if skip.detail else {}

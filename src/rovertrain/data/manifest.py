@@ -71,9 +71,7 @@ class ManifestRow:
 
     def extend(self, schema: Schema) -> Schema:
         """`schema` with this session's command types appended (as if its log were read)."""
-        types: list[tuple[str, list[str]]] = json.loads(self.command_types)
-        roles: dict[str, str] = json.loads(self.command_roles)
-        return extended(schema, ((kind, dict.fromkeys(names, 0.0)) for kind, names in types), roles)
+        return extend_with(schema, self.command_types, self.command_roles)
 
 
 @dataclass(frozen=True)
@@ -105,6 +103,13 @@ def fingerprint(directory: Path, names: Iterable[str]) -> str | None:
             return None
         parts.append(f"{name}:{info.st_size}:{info.st_mtime_ns}:{info.st_ino}")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+def extend_with(schema: Schema, command_types: str, command_roles: str) -> Schema:
+    """`schema` with the command types of `command_types_json` appended (`extended`)."""
+    types: list[tuple[str, list[str]]] = json.loads(command_types)
+    roles: dict[str, str] = json.loads(command_roles)
+    return extended(schema, ((kind, dict.fromkeys(names, 0.0)) for kind, names in types), roles)
 
 
 def command_types_json(pairs: Iterable[tuple[str, Iterable[str]]]) -> str:

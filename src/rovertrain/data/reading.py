@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -135,3 +136,28 @@ def _generation_rng(seed: int, generation: int) -> random.Random:
 
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def reading_shard(
+    read: Sequence[str], known: Mapping[str, HasWindows], rank: int, ranks: int
+) -> list[str]:
+    """Rank `rank`'s sessions of `read` (in the given order): balanced by windows, the largest
+    first, each to the rank with the fewest windows so far (a new session, not yet counted,
+    weighs as much as the average stored one). Deterministic and complete: every session is
+    read by exactly one rank."""
+    counted = [known[session].windows for session in read if session in known]
+    typical = max(1, sum(counted) // len(counted)) if counted else 1
+    weight = {s: (known[s].windows if s in known else typical) for s in read}
+    position = {session: index for index, session in enumerate(read)}
+    loads = [0] * ranks
+    owner: dict[str, int] = {}
+    for session in sorted(read, key=lambda s: (-weight[s], position[s])):
+        chosen = min(range(ranks), key=lambda r: (loads[r], r))
+        owner[session] = chosen
+        loads[chosen] += weight[session]
+    return [session for session in read if owner[session] == rank]
+
+
+class HasWindows(Protocol):
+    @property
+    def windows(self) -> int: ...

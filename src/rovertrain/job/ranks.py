@@ -3,7 +3,9 @@
 run.py calls these at its steps. With one process every call is what the single-process job
 always did (no process group, the whole batch, the CPU). With several ranks:
 - every rank decodes a size-balanced shard of the uncached sessions into the shared cache,
-  then every rank builds the same dataset from the cache (deterministic, same order);
+  then reads (labels, samples, gathers) a disjoint shard of the sessions the job reads; the
+  outcomes are exchanged and every rank applies them all in the job's order, so every rank
+  holds the dataset one process would build;
 - every rank trains on its share of each global batch under DistributedDataParallel, with
   stop, pause and budget agreed at each step;
 - rank 0 alone holds the lock, writes the events, evaluates, publishes and saves the resume
@@ -179,7 +181,10 @@ class Ranks:
             every.update(found)
         decoded = frozenset(session for shard in shards for session in shard) - set(every)
         return dataclasses.replace(
-            request, decoded=DecodedByRanks(decoded, every), maintains_cache=self.leads
+            request,
+            decoded=DecodedByRanks(decoded, every),
+            maintains_cache=self.leads,
+            exchange=RankExchange(self.world.rank, self.size, self.group),
         )
 
     def agree_dataset(self, dataset: Dataset, control: JobControl) -> None:
@@ -284,6 +289,19 @@ class Ranks:
     def close(self) -> None:
         if self.group is not None:
             self.group.close()
+
+
+@dataclass(frozen=True)
+class RankExchange:
+    """The ranks as the dataset sees them: each reads a disjoint shard of the sessions and
+    the outcomes are exchanged (data/dataset.py::Exchange)."""
+
+    rank: int
+    size: int
+    group: RankGroup
+
+    def gather(self, value: object) -> list[object]:
+        return self.group.gather(value)
 
 
 def join_ranks(execution: Execution) -> Ranks:

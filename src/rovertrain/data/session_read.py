@@ -1,0 +1,388 @@
+"""One session read: its command log labelled, its windows sampled, what it adds to the store.
+
+`session_outcome` is everything the dataset needs from one session, as a picklable record
+(`SessionOutcome`), so that a job's ranks can each read a disjoint shard of the sessions and
+exchange the outcomes, and every rank then applies all of them in the job's order exactly as
+one process would (data/dataset.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, extended
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.observation import (
+    OBS_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STALE_FRAME_MS,
+    STATE_FEATURES_PER_SLOT,
+)
+from rovertrain.data import cache
+from rovertrain.data.cache import CachedFrames
+from rovertrain.data.field import FieldFigures
+from rovertrain.data.manifest import ManifestRow, command_types_json, fingerprint
+from rovertrain.data.partition import Partition, partition_of
+from rovertrain.data.recording import CommandLog, Recording, read_command_log
+from rovertrain.data.sampling import (
+    category_capacity,
+    sample_windows,
+    selection_capacity,
+    session_rng,
+    split_tail,
+    with_corrections_repeated,
+)
+from rovertrain.data.settings import Sampling
+from rovertrain.data.windows import (
+    Labels,
+    LabelSummary,
+    label_windows,
+    summary,
+    supervised_windows,
+)
+
+
+@dataclass
+class WindowSet:
+    """Windows stored compactly: uint8 frames and contiguous label arrays."""
+
+    frames: np.ndarray
+    states: np.ndarray
+    fires: np.ndarray
+    values: np.ndarray
+    available: np.ndarray
+    category: np.ndarray
+    session: np.ndarray  # int32: which session each window came from (0, 1, ... as added)
+
+    def __len__(self) -> int:
+        return len(self.category)
+
+    def nbytes(self) -> int:
+        return sum(
+            array.nbytes
+            for array in (self.frames, self.states, self.fires, self.values, self.available)
+        )
+
+    def subset(self, indices: np.ndarray | slice) -> WindowSet:
+        return WindowSet(
+            frames=self.frames[indices],
+            states=self.states[indices],
+            fires=self.fires[indices],
+            values=self.values[indices],
+            available=self.available[indices],
+            category=self.category[indices],
+            session=self.session[indices],
+        )
+
+
+def empty_windows(capacity: int) -> WindowSet:
+    return WindowSet(
+        frames=np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8),
+        states=np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
+        fires=np.empty((capacity, SLOTS), dtype=np.uint8),
+        values=np.empty((capacity, SLOTS, VALUES), dtype=np.float32),
+        available=np.empty((capacity, SLOTS, VALUES), dtype=np.uint8),
+        category=np.empty(capacity, dtype=np.int8),
+        session=np.empty(capacity, dtype=np.int32),
+    )
+
+
+def window_chunk(frames: np.ndarray, labels: Labels, indices: list[int]) -> WindowSet:
+    """One session's chosen windows, copied out of its memory map."""
+    chosen = np.asarray(indices, dtype=np.int64)
+    return WindowSet(
+        frames=np.ascontiguousarray(frames[chosen]),
+        states=labels.states[chosen],
+        fires=labels.fires[chosen],
+        values=labels.values[chosen],
+        available=labels.available[chosen],
+        category=labels.category[chosen],
+        session=np.zeros(len(chosen), dtype=np.int32),
+    )
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """An accepted session's figures: the `dataset` event's diagnostics, typed."""
+
+    session_id: str
+    partition: Partition
+    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the cache (JSON)
+    labels: LabelSummary
+    windows: int
+    usable_windows: int
+    invalid_command_lines: int
+    dropped_command_lines: dict[str, int]
+    clipped_command_values: int
+    commands: int
+    sampled_windows: int
+    selection_windows: int
+    rover_id: str
+    control_profile: str | None
+    driven_by: str | None = None  # session.json drivenBy.model
+
+    def field_figures(self) -> FieldFigures | None:
+        """How a policy drove this session under supervision (None: a person drove it all)."""
+        return field_figures_of(self.labels)
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {
+            **self.decode,
+            **self.labels.to_json(),
+            "windows": self.windows,
+            "usableWindows": self.usable_windows,
+            "invalidCommandLines": self.invalid_command_lines,
+            "droppedCommandLines": self.dropped_command_lines,
+            "clippedCommandValues": self.clipped_command_values,
+            "commands": self.commands,
+            "partition": self.partition,
+            "sampledWindows": self.sampled_windows,
+            "selectionWindows": self.selection_windows,
+            "roverId": self.rover_id,
+            "controlProfile": self.control_profile,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessionId": self.session_id, **self.diagnostics()}
+
+
+def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
+    """A session's field figures from its labels (None: a person drove it all)."""
+    if not labels.supervised_windows and not labels.take_overs:
+        return None
+    return FieldFigures.of_windows(
+        labels.supervised_windows, labels.autonomous_windows, labels.take_overs
+    )
+
+
+Ready = CachedFrames | SkipSession
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session to read: its recording and store entry (None when it could not be read)
+    and its frames, or why it is skipped."""
+
+    session_id: str
+    recording: Recording | None
+    entry: cache.CacheEntry | None
+    ready: Ready
+
+
+@dataclass(frozen=True)
+class Labelled:
+    schema: Schema  # the schema grown by this session's command types (training sessions)
+    labels: Labels
+    usable: list[int]
+    log: CommandLog
+    command_types: str  # the log's command types and value names (manifest JSON)
+
+
+def session_schema(schema: Schema, recording: Recording, log: CommandLog) -> Schema:
+    """The schema grown by a training session's command types: every session whose command
+    log was read adds its types, in the job's order, whether or not it has usable windows."""
+    commands = ((command.type, command.values) for command in log.commands)
+    return extended(schema, commands, recording.command_roles)
+
+
+def label_session(
+    session: Session, schema: Schema, held_out: bool, log: CommandLog | None = None
+) -> Labelled:
+    """Read the command log (unless given) and label the windows; raises SkipSession."""
+    if isinstance(session.ready, SkipSession):
+        raise session.ready
+    recording = session.recording
+    assert recording is not None
+    frames = session.ready
+    log = log if log is not None else read_command_log(recording)
+    if not held_out:
+        schema = session_schema(schema, recording, log)
+    labels = label_windows(frames.ticks, log.commands, schema)
+    stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
+    # A window a policy drove and nobody corrected holds no decision of a person's.
+    usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
+    types = command_types_json((command.type, command.values) for command in log.commands)
+    return Labelled(schema, labels, usable, log, types)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a session was skipped (picklable, unlike the exception)."""
+
+    code: str
+    reason: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """What one session read gives the dataset: picklable, so ranks can exchange it."""
+
+    session_id: str
+    partition: Partition
+    schema: Schema | None  # the schema after this session; None: its log was not read
+    result: SessionResult | None = None  # None: skipped
+    skip: Skip | None = None
+    windows: WindowSet | None = None  # training or held-out windows sampled
+    selection: WindowSet | None = None  # a training session's tail
+    row: ManifestRow | None = None  # a new session's manifest row
+    entry: str | None = None  # its store entry, read by this job
+    field: tuple[str | None, FieldFigures] | None = None  # a session a policy drove all
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What reading needs beyond the session: the job's seed and sampling, and the store."""
+
+    seed: int
+    sampling: Sampling
+    keep_windows: bool
+    generation: int  # the manifest generation a new session's row gets
+
+
+def session_outcome(
+    reading: Reading,
+    schema: Schema,
+    session: Session,
+    quota: int,
+    new: bool,
+    log: CommandLog | None = None,
+) -> SessionOutcome:
+    """Label one session and sample `quota` of its windows (0: ingested, not sampled)."""
+    session_id = session.session_id
+    partition = partition_of(session_id)
+    held_out = partition is Partition.HELD_OUT
+    try:
+        labelled = label_session(session, schema, held_out, log)
+    except SkipSession as skip:
+        return SessionOutcome(session_id, partition, None, skip=Skip(*_skip_fields(skip)))
+    except Exception as error:  # defence in depth: one session never ends the job
+        return SessionOutcome(session_id, partition, None, skip=internal_skip(error))
+    recording, frames, labels = session.recording, session.ready, labelled.labels
+    assert recording is not None and isinstance(frames, CachedFrames)
+    grown = None if held_out else labelled.schema
+    row = _manifest_row(session, labelled, reading.generation) if new else None
+    entry = session.entry.name if session.entry is not None else None
+    if not labelled.usable:
+        if len(labels.autonomous) and labels.autonomous.all():
+            figures = field_figures_of(summary(labels))
+            field = (recording.driven_by, figures) if figures is not None else None
+            why = Skip("no_windows", "no usable window: a policy drove every window")
+            return SessionOutcome(session_id, partition, grown, skip=why, row=row, field=field)
+        why = Skip("no_windows", "no usable window: no frame near any 100 ms tick")
+        return SessionOutcome(session_id, partition, grown, skip=why, row=row)
+    windows = selection = None
+    indices: list[int] = []
+    tail: list[int] = []
+    if reading.keep_windows and quota:
+        indices, tail = _sample(reading, session_id, labelled, held_out, quota)
+        mapped = frames.frames  # one map per session, released when its windows are copied
+        windows = window_chunk(mapped, labels, indices)
+        selection = None if held_out else window_chunk(mapped, labels, tail)
+        del mapped
+    log = labelled.log
+    result = SessionResult(
+        session_id=session_id,
+        partition=partition,
+        decode=frames.stats,
+        labels=summary(labels),
+        windows=len(labels.category),
+        usable_windows=len(labelled.usable),
+        invalid_command_lines=log.invalid_lines,
+        dropped_command_lines=dict(log.dropped),
+        clipped_command_values=log.clipped_values,
+        commands=len(log.commands),
+        sampled_windows=len(indices),
+        selection_windows=len(tail),
+        rover_id=recording.rover_id,
+        control_profile=recording.control_profile,
+        driven_by=recording.driven_by,
+    )
+    return SessionOutcome(
+        session_id, partition, grown, result, None, windows, selection, row, entry
+    )
+
+
+def _skip_fields(skip: SkipSession) -> tuple[str, str, str | None]:
+    return skip.code, skip.reason, skip.detail or None
+
+
+def internal_skip(error: Exception) -> Skip:
+    """An unexpected error while reading one session: that session is skipped, with the
+    traceback's end as the detail."""
+    detail = "".join(traceback.format_exception(error))[-4000:]
+    reason = f"unexpected {type(error).__name__} while reading the session: {str(error)[:300]}"
+    return Skip("session_internal", reason, detail)
+
+
+def _sample(
+    reading: Reading, session_id: str, labelled: Labelled, held_out: bool, quota: int
+) -> tuple[list[int], list[int]]:
+    """(windows, selection tail) of one session: the natural mix for a held-out session; for
+    a training one, per category from its head, take-over corrections repeated, and its tail."""
+    labels = labelled.labels
+    rng = session_rng(reading.seed, session_id)
+    categories = labels.category.tolist()
+    if held_out:
+        return sample_windows(labelled.usable, categories, True, quota, rng), []
+    sampling = reading.sampling
+    fraction = sampling.selectionFraction
+    head, tail = split_tail(labelled.usable, fraction)
+    indices = sample_windows(head, categories, False, quota, rng)
+    repeats = sampling.takeOverRepeats
+    if repeats > 1 and labels.corrections.any():
+        room = 3 * category_capacity(quota) - len(indices)
+        corrections = labels.corrections.tolist()
+        indices = with_corrections_repeated(indices, corrections, repeats, room)
+    capacity = selection_capacity(quota, fraction)
+    return indices, sample_windows(tail, categories, True, capacity, rng)
+
+
+def _manifest_row(session: Session, labelled: Labelled, generation: int) -> ManifestRow | None:
+    """The manifest row of a session this job ingests (None: its files changed under us, so
+    it is ingested again next time)."""
+    recording, entry = session.recording, session.entry
+    if recording is None or entry is None:
+        return None
+    names = (recording.video_path.name, recording.commands_path.name)
+    seen = fingerprint(recording.directory, names)
+    if seen is None:
+        return None
+    labels = labelled.labels
+    usable = np.bincount(labels.category[labelled.usable], minlength=3)
+    return ManifestRow(
+        session_id=session.session_id,
+        entry=entry.name,
+        fingerprint=seen,
+        video=names[0],
+        commands=names[1],
+        held_out=partition_of(session.session_id) is Partition.HELD_OUT,
+        windows=len(labels.category),
+        usable_none=int(usable[0]),
+        usable_command=int(usable[1]),
+        usable_stop=int(usable[2]),
+        rover_id=recording.rover_id,
+        control_profile=recording.control_profile,
+        driven_by=recording.driven_by,
+        supervised_windows=supervised_windows(labels.autonomous),
+        autonomous_windows=int(labels.autonomous.sum()),
+        take_overs=labels.take_overs,
+        command_types=labelled.command_types,
+        command_roles=json.dumps(dict(recording.command_roles)),
+        generation=generation,
+        entry_bytes=_size(entry.frames_path) + _size(entry.meta_path),
+    )
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
