@@ -65,3 +65,13 @@ def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
         "(repeating the last command: 0.090)"
     )
     assert lines[3] == "camera: F1 0.75 vs 0.45 with grey frames (vision gain +0.30)"
+
+
+def test_the_store_in_words() -> None:
+    store = {"kind": "store", "sessions": 900, "new": 2, "read": 80, "unread": 820,
+             "storeBytes": 3 * 2**30, "droppedSessions": 5, "migrated": False}  # fmt: skip
+    lines = job_lines([store])
+    assert lines[1] == (
+        "  store: 2 new, 80 read, 820 stored and not read this time, 3072 MiB, frames of 5 "
+        "oldest dropped for the budget"
+    )

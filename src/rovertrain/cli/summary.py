@@ -11,6 +11,19 @@ from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.layout import Layout
 
 
+def store_line(store: dict[str, Any]) -> str:
+    """The `store` event in words."""
+    words = [
+        f"  store: {store['new']} new, {store['read']} read, {store['unread']} stored and not "
+        f"read this time, {store.get('storeBytes', 0) / 2**20:.0f} MiB"
+    ]
+    if store.get("migrated"):
+        words.append("migrated from the earlier layout")
+    if store.get("droppedSessions"):
+        words.append(f"frames of {store['droppedSessions']} oldest dropped for the budget")
+    return ", ".join(words)
+
+
 def job_lines(events: list[dict[str, Any]]) -> list[str]:
     """A job's event log in words: sessions, outcome, held-out figures, gate, checkpoint."""
     lines = []
@@ -18,6 +31,8 @@ def job_lines(events: list[dict[str, Any]]) -> list[str]:
     skipped = [e for e in events if e["kind"] == "skipped"]
     held = sum(e.get("partition") == "heldOut" for e in datasets)
     lines.append(f"sessions: {len(datasets)} used ({held} held out), {len(skipped)} skipped")
+    for store in (e for e in events if e["kind"] == "store"):
+        lines.append(store_line(store))
     supervised = [e["diagnostics"] for e in datasets if "autonomousWindows" in e["diagnostics"]]
     if supervised:
         minutes = sum(d["autonomousWindows"] for d in supervised) / 600
