@@ -144,3 +144,20 @@ def test_a_thousand_sessions_under_64_open_files(tmp_path: Path) -> None:
         assert event["sessions"] == 1000 and event["new"] == expected_new
         assert event["migrated"] == (expected_new == 1000)
     assert len(result.events) < 60  # the other 990-odd sessions are only counted
+
+
+def test_a_session_a_policy_drove_throughout_is_ingested_once(store_root: Path) -> None:
+    """No usable window, but a row: its minutes count for the model that drove, and it is
+    neither decoded nor labelled again by the next job."""
+    (session,) = clone_sessions(store_root, 1, "autonomous")
+    log = store_root / "recordings" / session / "commands.ndjson"
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    log.unlink()  # a hard link: write a file of its own
+    log.write_text("".join(json.dumps({**line, "by": "policy"}) + "\n" for line in lines))
+    first = run_job(store_root)
+    (skipped,) = [e for e in first.of("skipped") if e["sessionId"] == session]
+    assert skipped["code"] == "no_windows"
+    assert session in read_manifest(store_root).rows
+    second = run_job(store_root)
+    assert store_event(second)["new"] == 0
+    assert session not in {e["sessionId"] for e in second.of("skipped")}

@@ -266,7 +266,11 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     several ranks (`request.exchange`), each reads a disjoint shard and all apply every
     outcome in the same order: the same dataset as one process builds."""
     started = time.monotonic()
-    found = survey(request)
+    exchange = request.exchange
+    if exchange is None or exchange.size == 1:
+        found = survey(request)
+    else:  # the leader's survey for every rank: they read one plan of one manifest
+        found = exchange.gather(survey(request) if exchange.rank == 0 else None)[0]
     reading = found.reading
     sampled = [session_id for session_id in request.sessions if session_id in reading.sampled]
     per_session = per_session_capacity(request.sampling.maxSamples, len(sampled))
@@ -298,7 +302,6 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         Reading(request.seed, request.sampling, keep, found.manifest.next_generation()),
         per_session,
     )
-    exchange = request.exchange
     if exchange is None or exchange.size == 1:
         _read_in_order(job, dataset, builders, stream, watcher)
     else:
@@ -323,9 +326,12 @@ class _JobReading:
         plan = self.found.reading
         session_id = session.session_id
         quota = self.per_session if session_id in plan.sampled else 0
-        return session_outcome(
-            self.reading, schema, session, quota, session_id in plan.ingested, log
-        )
+        row = self.found.known.get(session_id)
+        entry = session.entry.name if session.entry is not None else None
+        # A stored session decoded again into another entry (a new decoder or input
+        # version) gets a fresh row: the old entry becomes an orphan, the new one is kept.
+        fresh = session_id in plan.ingested or (row is not None and entry not in (None, row.entry))
+        return session_outcome(self.reading, schema, session, quota, fresh, log)
 
 
 def _read_in_order(
@@ -390,12 +396,12 @@ def _read_shared(
     every_type: dict[str, tuple[str, str]] = {}
     for shard in exchange.gather(types):
         every_type.update(shard)
-    schema = _grown_schema(request, found, every_type)
+    schemas = _schemas_before(request, found, every_type)
     outcomes: dict[str, SessionOutcome] = {}
     for session_id, session in sessions.items():
         if watcher.should_stop():
             break
-        outcomes[session_id] = job.outcome(schema, session, logs[session_id])
+        outcomes[session_id] = job.outcome(schemas[session_id], session, logs[session_id])
     every: dict[str, SessionOutcome] = {}
     for shard_outcomes in exchange.gather(outcomes):
         every.update(shard_outcomes)
@@ -413,8 +419,8 @@ def _log_of(session: Session) -> CommandLog | None:
         return None
     try:
         return read_command_log(session.recording)
-    except SkipSession:
-        return None  # its outcome reads it again and says why
+    except Exception:  # a rank never leaves before the exchange: its outcome says why
+        return None
 
 
 def _types_of(session: Session, log: CommandLog) -> tuple[str, str]:
@@ -425,21 +431,30 @@ def _types_of(session: Session, log: CommandLog) -> tuple[str, str]:
     return types, json.dumps(dict(session.recording.command_roles))
 
 
-def _grown_schema(
+def _schemas_before(
     request: DatasetRequest, found: StoreSurvey, types: dict[str, tuple[str, str]]
-) -> Schema:
-    """The schema one process ends with: grown in the job's order by every training session's
-    command types (those read, from their logs; the others, from their manifest rows)."""
+) -> dict[str, Schema]:
+    """The schema each session is labelled with under one process: grown, in the job's
+    order, by the command types of the training sessions before it (those read, from their
+    logs; the others, from their manifest rows)."""
     schema = request.schema
+    before: dict[str, Schema] = {}
+    applied: set[tuple[str, str]] = set()
     for session_id in request.sessions:
+        before[session_id] = schema
         if is_held_out(session_id):
             continue
         if session_id in types:
-            schema = extend_with(schema, *types[session_id])
+            source = types[session_id]
         elif session_id not in found.reading.read:
             row = found.known[session_id]
-            schema = extend_with(schema, row.command_types, row.command_roles)
-    return schema
+            source = (row.command_types, row.command_roles)
+        else:
+            continue
+        if source not in applied:  # the same types again change nothing
+            applied.add(source)
+            schema = extend_with(schema, *source)
+    return before
 
 
 def _count_unread(dataset: Dataset, row: ManifestRow) -> None:
@@ -535,6 +550,8 @@ def _apply(
         store.read_entries.add(outcome.entry)
         if outcome.row is not None:
             store.ingested.append(outcome.row)
+            if outcome.result is not None and outcome.result.decode.get("cached"):
+                store.adopted += 1  # an entry written before this job (an earlier release's)
     result = outcome.result
     if result is None:
         if outcome.field is not None:

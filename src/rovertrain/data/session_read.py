@@ -275,9 +275,11 @@ def session_outcome(
             figures = field_figures_of(summary(labels))
             field = (recording.driven_by, figures) if figures is not None else None
             why = Skip("no_windows", "no usable window: a policy drove every window")
-            return SessionOutcome(session_id, partition, grown, skip=why, row=row, field=field)
+            return SessionOutcome(
+                session_id, partition, grown, skip=why, row=row, entry=entry, field=field
+            )
         why = Skip("no_windows", "no usable window: no frame near any 100 ms tick")
-        return SessionOutcome(session_id, partition, grown, skip=why, row=row)
+        return SessionOutcome(session_id, partition, grown, skip=why, row=row, entry=entry)
     windows = selection = None
     indices: list[int] = []
     tail: list[int] = []

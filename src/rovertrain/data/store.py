@@ -13,7 +13,6 @@ Budget policy (`cacheMaxMegabytes`, docs/performance.md "The window store"), in 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from rovertrain.data.manifest import (
 )
 from rovertrain.data.partition import is_held_out
 from rovertrain.data.reading import Older, ReadingPlan, plan_reading
+from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
 
 
@@ -39,7 +39,6 @@ class StoreSurvey:
     known: Mapping[str, ManifestRow]  # listed sessions whose recording is unchanged
     reading: ReadingPlan
     had_manifest: bool  # False on a root written before the manifest (or with a broken one)
-    had_entries: bool  # the store held entries: an earlier release's cache, when no manifest
 
 
 def survey_store(
@@ -76,7 +75,7 @@ def survey_store(
             seed=seed,
             generation=manifest.generation,
         )
-    return StoreSurvey(manifest, known, reading, manifest.generation > 0, _any_entry(root))
+    return StoreSurvey(manifest, known, reading, manifest.generation > 0)
 
 
 @dataclass
@@ -86,6 +85,7 @@ class StoreUpdate:
     survey: StoreSurvey
     ingested: list[ManifestRow] = field(default_factory=list)
     read_entries: set[str] = field(default_factory=set)
+    adopted: int = 0  # ingested from entries found in the store, not decoded by this job
 
 
 @dataclass(frozen=True)
@@ -120,10 +120,13 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     for session_id in to_drop:
         rows[session_id] = replace(rows[session_id], dropped=True)
     generation = survey.manifest.next_generation()
-    write_manifest(root, generation, sorted(rows.values(), key=lambda row: row.session_id))
+    try:
+        write_manifest(root, generation, sorted(rows.values(), key=lambda row: row.session_id))
+    except OSError as error:
+        raise disk_error(error, "window store's manifest") from error
     for session_id in to_drop:  # after the manifest says so: a crash leaves rows, not holes
         _remove_entry(root, rows[session_id].entry)
-    migrated = not survey.had_manifest and survey.had_entries
+    migrated = not survey.had_manifest and update.adopted > 0
     left = total - sum(rows[session_id].entry_bytes for session_id in to_drop)
     return StoreFigures(len(rows), len(to_drop), orphan_bytes, left, migrated)
 
@@ -143,14 +146,6 @@ def frames_to_drop(
         dropped.append(row.session_id)
         total_bytes -= row.entry_bytes
     return dropped
-
-
-def _any_entry(root: Path) -> bool:
-    try:
-        with os.scandir(cache.cache_dir(root)) as entries:
-            return any(entry.name.endswith(".json") for entry in entries)
-    except OSError:
-        return False
 
 
 def _remove_entry(root: Path, name: str) -> None:
