@@ -130,17 +130,23 @@ def evict(root: Path, max_bytes: int, keep: Mapping[str, int]) -> tuple[int, int
         with contextlib.suppress(OSError):
             size += frames.stat().st_size
         total += size
-        entries.append((used, name, size, meta, frames))
+        entries.append((used, name, size))
     removed = 0
-    for _used, _name, size, meta, frames in sorted(entries):
+    for _used, name, size in sorted(entries):
         if total <= max_bytes:
             break
-        for path in (meta, frames):
-            with contextlib.suppress(OSError):
-                path.unlink()
+        remove_entry(root, name)
         total -= size
         removed += size
     return removed, total
+
+
+def remove_entry(root: Path, name: str) -> None:
+    """Remove an entry, metadata first: a half-removed entry is never loaded."""
+    layout = Layout(root)
+    for path in (layout.cache_meta(name), layout.cache_frames(name)):
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def remove_temporaries(root: Path) -> None:

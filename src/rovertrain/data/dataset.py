@@ -7,8 +7,6 @@ same partition, samples and schema.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from rovertrain.data.session_read import (
     SessionResult,
     Skip,
     WindowSet,
+    command_source,
     empty_windows,
     internal_skip,
     session_outcome,
@@ -216,7 +215,7 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
             plan.ready[session_id] = SkipSession("invalid_recording", f"cannot read: {error}")
             continue
         except Exception as error:  # defence in depth: one session never ends the job
-            plan.ready[session_id] = SkipSession(*dataclasses.astuple(internal_skip(error)))
+            plan.ready[session_id] = internal_skip(error).exception()
             continue
         plan.recordings[session_id] = recording
         plan.entries[session_id] = entry
@@ -267,10 +266,11 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     outcome in the same order: the same dataset as one process builds."""
     started = time.monotonic()
     exchange = request.exchange
-    if exchange is None or exchange.size == 1:
-        found = survey(request)
-    else:  # the leader's survey for every rank: they read one plan of one manifest
+    shared = exchange is not None and exchange.size > 1
+    if exchange is not None and shared:  # the leader's survey for every rank: one plan
         found = exchange.gather(survey(request) if exchange.rank == 0 else None)[0]
+    else:
+        found = survey(request)
     reading = found.reading
     sampled = [session_id for session_id in request.sessions if session_id in reading.sampled]
     per_session = per_session_capacity(request.sampling.maxSamples, len(sampled))
@@ -302,10 +302,10 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         Reading(request.seed, request.sampling, keep, found.manifest.next_generation()),
         per_session,
     )
-    if exchange is None or exchange.size == 1:
-        _read_in_order(job, dataset, builders, stream, watcher)
-    else:
+    if exchange is not None and shared:
         _read_shared(job, dataset, builders, stream, watcher, exchange)
+    else:
+        _read_in_order(job, dataset, builders, stream, watcher)
     dataset.pool = builders.training.build()
     dataset.validation = builders.held_out.build()
     dataset.selection = builders.selection.build()
@@ -371,9 +371,10 @@ def _read_shared(
     watcher: DecodeWatcher,
     exchange: Exchange,
 ) -> None:
-    """Several ranks: each reads its shard of the sessions (`reading_shard`), the command
-    types are exchanged so that every rank labels with the schema one process would end with,
-    the outcomes are exchanged, and every rank applies them all in the job's order."""
+    """Several ranks: each reads its shard of the sessions (`reading_shard`); the command
+    types are exchanged so that every rank labels each session with the schema one process
+    would have at it; the outcomes are exchanged, and every rank applies them all in the
+    job's order."""
     request, found = job.request, job.found
     read = [session_id for session_id in request.sessions if session_id in found.reading.read]
     mine = reading_shard(read, found.known, exchange.rank, exchange.size)
@@ -389,9 +390,11 @@ def _read_shared(
         results.close()
     logs = {session_id: _log_of(session) for session_id, session in sessions.items()}
     types = {
-        session_id: _types_of(sessions[session_id], log)
+        session_id: command_source(recording, log)
         for session_id, log in logs.items()
-        if log is not None and not is_held_out(session_id)
+        if log is not None
+        and not is_held_out(session_id)
+        and (recording := sessions[session_id].recording) is not None
     }
     every_type: dict[str, tuple[str, str]] = {}
     for shard in exchange.gather(types):
@@ -421,14 +424,6 @@ def _log_of(session: Session) -> CommandLog | None:
         return read_command_log(session.recording)
     except Exception:  # a rank never leaves before the exchange: its outcome says why
         return None
-
-
-def _types_of(session: Session, log: CommandLog) -> tuple[str, str]:
-    from rovertrain.data.manifest import command_types_json
-
-    assert session.recording is not None
-    types = command_types_json((command.type, command.values) for command in log.commands)
-    return types, json.dumps(dict(session.recording.command_roles))
 
 
 def _schemas_before(

@@ -156,30 +156,10 @@ def write_manifest(root: Path, generation: int, rows: Sequence[ManifestRow]) -> 
     import pyarrow.parquet as pq
 
     columns = {name: [getattr(row, name) for row in rows] for name in _COLUMNS}
+    # Each column's Arrow type from the record's annotation: the fields are declared once.
+    arrow = {"str": pa.string(), "str | None": pa.string(), "int": pa.int64(), "bool": pa.bool_()}
     schema = pa.schema(
-        [
-            ("session_id", pa.string()),
-            ("entry", pa.string()),
-            ("fingerprint", pa.string()),
-            ("video", pa.string()),
-            ("commands", pa.string()),
-            ("held_out", pa.bool_()),
-            ("windows", pa.int64()),
-            ("usable_none", pa.int64()),
-            ("usable_command", pa.int64()),
-            ("usable_stop", pa.int64()),
-            ("rover_id", pa.string()),
-            ("control_profile", pa.string()),
-            ("driven_by", pa.string()),
-            ("supervised_windows", pa.int64()),
-            ("autonomous_windows", pa.int64()),
-            ("take_overs", pa.int64()),
-            ("command_types", pa.string()),
-            ("command_roles", pa.string()),
-            ("generation", pa.int64()),
-            ("entry_bytes", pa.int64()),
-            ("dropped", pa.bool_()),
-        ],
+        [(item.name, arrow[str(item.type)]) for item in fields(ManifestRow)],
         metadata={
             "rovertrain.manifestVersion": str(MANIFEST_VERSION),
             "rovertrain.generation": str(generation),

@@ -138,6 +138,11 @@ def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
+class HasWindows(Protocol):
+    @property
+    def windows(self) -> int: ...
+
+
 def reading_shard(
     read: Sequence[str], known: Mapping[str, HasWindows], rank: int, ranks: int
 ) -> list[str]:
@@ -156,8 +161,3 @@ def reading_shard(
         owner[session] = chosen
         loads[chosen] += weight[session]
     return [session for session in read if owner[session] == rank]
-
-
-class HasWindows(Protocol):
-    @property
-    def windows(self) -> int: ...

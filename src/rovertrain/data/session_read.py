@@ -182,7 +182,14 @@ class Labelled:
     labels: Labels
     usable: list[int]
     log: CommandLog
-    command_types: str  # the log's command types and value names (manifest JSON)
+    source: tuple[str, str]  # `command_source`: its command types and roles (manifest JSON)
+
+
+def command_source(recording: Recording, log: CommandLog) -> tuple[str, str]:
+    """A session's command types with their value names, and its command roles (manifest
+    JSON): what it adds to the schema."""
+    types = command_types_json((command.type, command.values) for command in log.commands)
+    return types, json.dumps(dict(recording.command_roles))
 
 
 def session_schema(schema: Schema, recording: Recording, log: CommandLog) -> Schema:
@@ -208,8 +215,7 @@ def label_session(
     stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
     # A window a policy drove and nobody corrected holds no decision of a person's.
     usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
-    types = command_types_json((command.type, command.values) for command in log.commands)
-    return Labelled(schema, labels, usable, log, types)
+    return Labelled(schema, labels, usable, log, command_source(recording, log))
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,9 @@ class Skip:
     code: str
     reason: str
     detail: str | None = None
+
+    def exception(self) -> SkipSession:
+        return SkipSession(self.code, self.reason, self.detail)
 
 
 @dataclass(frozen=True)
@@ -376,8 +385,8 @@ def _manifest_row(session: Session, labelled: Labelled, generation: int) -> Mani
         supervised_windows=supervised_windows(labels.autonomous),
         autonomous_windows=int(labels.autonomous.sum()),
         take_overs=labels.take_overs,
-        command_types=labelled.command_types,
-        command_roles=json.dumps(dict(recording.command_roles)),
+        command_types=labelled.source[0],
+        command_roles=labelled.source[1],
         generation=generation,
         entry_bytes=_size(entry.frames_path) + _size(entry.meta_path),
     )

@@ -12,7 +12,6 @@ Budget policy (`cacheMaxMegabytes`, docs/performance.md "The window store"), in 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +37,11 @@ class StoreSurvey:
     manifest: Manifest
     known: Mapping[str, ManifestRow]  # listed sessions whose recording is unchanged
     reading: ReadingPlan
-    had_manifest: bool  # False on a root written before the manifest (or with a broken one)
+
+    @property
+    def had_manifest(self) -> bool:
+        """False on a root written before the manifest (or with a broken one)."""
+        return self.manifest.generation > 0
 
 
 def survey_store(
@@ -75,7 +78,7 @@ def survey_store(
             seed=seed,
             generation=manifest.generation,
         )
-    return StoreSurvey(manifest, known, reading, manifest.generation > 0)
+    return StoreSurvey(manifest, known, reading)
 
 
 @dataclass
@@ -125,7 +128,7 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     except OSError as error:
         raise disk_error(error, "window store's manifest") from error
     for session_id in to_drop:  # after the manifest says so: a crash leaves rows, not holes
-        _remove_entry(root, rows[session_id].entry)
+        cache.remove_entry(root, rows[session_id].entry)
     migrated = not survey.had_manifest and update.adopted > 0
     left = total - sum(rows[session_id].entry_bytes for session_id in to_drop)
     return StoreFigures(len(rows), len(to_drop), orphan_bytes, left, migrated)
@@ -146,10 +149,3 @@ def frames_to_drop(
         dropped.append(row.session_id)
         total_bytes -= row.entry_bytes
     return dropped
-
-
-def _remove_entry(root: Path, name: str) -> None:
-    layout = Layout(root)
-    for path in (layout.cache_meta(name), layout.cache_frames(name)):
-        with contextlib.suppress(OSError):
-            path.unlink()
