@@ -265,9 +265,10 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     several ranks (`request.exchange`), each reads a disjoint shard and all apply every
     outcome in the same order: the same dataset as one process builds."""
     started = time.monotonic()
-    exchange = request.exchange
-    shared = exchange is not None and exchange.size > 1
-    if exchange is not None and shared:  # the leader's survey for every rank: one plan
+    # Several ranks share the reading; one rank (or none given) reads alone.
+    given = request.exchange
+    exchange = given if given is not None and given.size > 1 else None
+    if exchange is not None:  # the leader's survey for every rank: one plan
         found = exchange.gather(survey(request) if exchange.rank == 0 else None)[0]
     else:
         found = survey(request)
@@ -302,7 +303,7 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         Reading(request.seed, request.sampling, keep, found.manifest.next_generation()),
         per_session,
     )
-    if exchange is not None and shared:
+    if exchange is not None:
         _read_shared(job, dataset, builders, stream, watcher, exchange)
     else:
         _read_in_order(job, dataset, builders, stream, watcher)
