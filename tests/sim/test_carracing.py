@@ -15,6 +15,8 @@ from rovertrain.contracts.errors import RovertrainError
 from rovertrain.sim.teleop import (
     KEEPALIVE_MS,
     CarPose,
+    Lapses,
+    LapseStyle,
     TeleopLink,
     TrackFollower,
     Wish,
@@ -75,6 +77,35 @@ def test_the_follower_steers_back_to_the_centre_line_and_slows_for_bends() -> No
     assert right_of_it.turn < 0 < left_of_it.turn  # turn > 0 steers right
     curve = [(50 * math.cos(a / 20), 50 * math.sin(a / 20)) for a in range(126)]
     assert TrackFollower(curve).bend_ahead(0, 40) > follower.bend_ahead(0, 40) == 0
+
+
+def lapsed_run(seed: int, steps: int = 20_000) -> list[tuple[float, float, float, bool]]:
+    """(turn offset, throttle, attentive throttle, in a lapse) per 20 ms step of a car on
+    the line of a bend."""
+    lapses, car = Lapses(seed), CarPose(0.0, 0.0, 0.0, 50.0)
+    curve = [(50 * math.cos(a / 20), 50 * math.sin(a / 20)) for a in range(126)]
+    rows = []
+    for step in range(steps):
+        attentive = TrackFollower(curve).wish(car)
+        wish = lapses.wish(step * 20.0, 20.0, TrackFollower(curve), car)
+        rows.append((wish.turn - attentive.turn, wish.throttle, attentive.throttle,
+                     lapses.until > step * 20.0))  # fmt: skip
+    return rows
+
+
+def test_the_recording_driver_lapses_now_and_then_and_the_same_way_for_a_seed() -> None:
+    rows, style = lapsed_run(7), LapseStyle()
+    assert rows == lapsed_run(7) and rows != lapsed_run(8)
+    lapsing = sum(row[3] for row in rows) / len(rows)
+    hesitation = style.shares[2]  # a hesitation lasts twice as long
+    mean_share = (style.shortest + style.longest) / 2 * (1 + hesitation) / style.every
+    assert 0.5 * mean_share < lapsing < 1.5 * mean_share  # 400 s: about 100 lapses
+    drifts = [abs(turn) for turn, _, _, in_lapse in rows if in_lapse and turn != 0]
+    assert drifts and min(drifts) >= style.drift[0] - 1e-9 and max(drifts) <= style.drift[1]
+    steady = [(gas, usual) for turn, gas, usual, in_lapse in rows if in_lapse and turn == 0]
+    assert any(gas > usual for gas, usual in steady)  # a missed bend: no braking for it
+    assert any(gas == -style.hesitation_brake != usual for gas, usual in steady)
+    assert all(turn == 0 and gas == usual for turn, gas, usual, in_lapse in rows if not in_lapse)
 
 
 def test_without_gymnasium_synth_says_which_extra_to_install(monkeypatch) -> None:

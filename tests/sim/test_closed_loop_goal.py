@@ -67,21 +67,22 @@ CARRACING_TRACKS = ("--seeds", "10")  # fresh tracks: `drive` never uses a recor
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.xfail(
-    reason="issue 26 is open: data seed 0 reaches 0.43 of the driver's reward (one picture "
-    "cannot show speed: the car stalls on 2 of 5 tracks; docs/learning.md, 'Speed from the "
-    "camera'); a cell that reaches 0.8 shows as XPASS",
+    reason="issue 26 is open: one picture cannot show speed, the default policy stalls (data "
+    "seed 0 with the lapsing driver: 0.13 of the driver's reward); the value head's own path "
+    "reaches 0.90-1.01 on seeds 0-4 and is not the default, it failed warehouse cells "
+    "(docs/learning.md, 'Speed from the camera'); a cell that reaches 0.8 shows as XPASS",
     strict=False,
 )
 @pytest.mark.parametrize("seed", range(5))
 def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> None:
-    """Issue 26's goal on a world nobody here wrote: 36 tracks of CarRacing-v3 (a lap each,
-    about 14 minutes), the default job, then 30 s on each of 10 fresh tracks: the policy's
-    mean reward at least 0.8 of the scripted driver's, far above the copycat and the blind
-    policy."""
+    """Issue 26's goal on a world nobody here wrote: 28 tracks of CarRacing-v3 (a lap each,
+    about 13 minutes; the recording driver lapses as a person does), the default job, then
+    30 s on each of 10 fresh tracks: the policy's mean reward at least 0.8 of the attentive
+    scripted driver's, far above the copycat and the blind policy."""
     pytest.importorskip("gymnasium")
     pytest.importorskip("Box2D")
     root = tmp_path / "root"
-    made = cli("synth", "--out", str(root), "--world", "carracing", "--sessions", "36",
+    made = cli("synth", "--out", str(root), "--world", "carracing", "--sessions", "28",
                "--minutes", "0.75", "--seed", str(seed))  # fmt: skip
     assert made.code == 0, made.stderr
     sessions = made.last()["sessions"]

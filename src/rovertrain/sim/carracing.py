@@ -3,7 +3,8 @@ driver of our own, recorded as format-v1 sessions (needs `rovertrain[sim]`).
 
 Each session is one track (`env.reset(seed=...)`, the seed derived from `--seed` and the
 session index). The driver (`teleop.TrackFollower`) reads the track's centre line and the
-car's pose and speed from the environment (privileged); what it wishes goes through a teleop
+car's pose and speed from the environment (privileged), and lapses now and then as a person
+does (`teleop.Lapses`: the recordings show the car brought back); what it wishes goes through a teleop
 page (`teleop.TeleopLink`: `drive {"turn", "throttle"}` past a deadband or as a 400 ms
 keepalive) and the car executes the last command sent. The environment steps at 50 fps; every
 96x96 RGB observation is a frame of an H.264 video (frame k at k x 20 ms, offsetMs 0) and the
@@ -33,7 +34,7 @@ from rovertrain.sim.synth import (
     prefixed_session_ids,
     write_job,
 )
-from rovertrain.sim.teleop import CarPose, TeleopLink, TrackFollower, car_action
+from rovertrain.sim.teleop import CarPose, Lapses, TeleopLink, TrackFollower, car_action
 from rovertrain.store.layout import Layout
 
 if TYPE_CHECKING:
@@ -149,15 +150,17 @@ def drive_episode(
     on_frame: Callable[[np.ndarray], None],
 ) -> EpisodeResult:
     """The scripted teleop driver drives track `seed` for at most `steps` steps; `on_frame`
-    gets every observation (the reset one first); returns the command log and the outcome."""
+    gets every observation (the reset one first); returns the command log and the outcome. The
+    driver lapses now and then (`teleop.Lapses`), as a person does."""
     observation, _ = env.reset(seed=seed)
     state = state_of(env)
-    follower, link = follower_for(state), TeleopLink()
+    follower, link, lapses = follower_for(state), TeleopLink(), Lapses(seed)
     on_frame(observation)
     commands: list[CommandLine] = []
     frames, reward, ended = 1, 0.0, "time"
     for step in range(steps):
-        sent = link.offer(step * 1000.0 / FPS, follower.wish(car_pose(state)))
+        t_ms = step * 1000.0 / FPS
+        sent = link.offer(t_ms, lapses.wish(t_ms, 1000.0 / FPS, follower, car_pose(state)))
         if sent is not None:
             commands.append(sent.record())
         action = np.asarray(car_action(link.executed), dtype=np.float32)

@@ -76,7 +76,8 @@ class RaceController(Protocol):
 
 
 class ScriptedDriver:
-    """The privileged driver that recorded the data, through the same teleop page."""
+    """The privileged driver that recorded the data, through the same teleop page, without
+    the lapses it has while recording (`teleop.Lapses`): the stricter reference."""
 
     name = "human"
 

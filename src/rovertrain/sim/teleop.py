@@ -4,6 +4,10 @@ through (pure: no simulator, no numpy).
 - `TrackFollower`: privileged, it knows the track's centre line and the car's pose and speed;
   it wishes to steer towards a look-ahead point on the centre line and to go at a target speed
   that drops in curves (`Wish`: turn and throttle in [-1, 1]).
+- `Lapses`: a person's lapses of attention, added to the follower's wish while recording: now
+  and then, for a fraction of a second, the hands drift (a turn offset) or the eyes miss the
+  bend ahead (no braking); the follower then brings the car back. Recordings of a perfect
+  driver never show a car off the line, so a policy that leaves it has nothing to imitate.
 - `TeleopLink`: what a person's teleop page does with a wish: it sends a `drive` command when
   the wish moved more than the deadband from the last command sent, otherwise re-sends the
   last command as a keepalive every 400 ms. The car executes the last command sent, never the
@@ -13,6 +17,7 @@ through (pure: no simulator, no numpy).
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -144,7 +149,9 @@ class TrackFollower:
             math.dist(self.points[i], self.points[(i + 1) % count]) for i in range(count)
         ]
 
-    def wish(self, car: CarPose) -> Wish:
+    def wish(self, car: CarPose, see_bends: bool = True) -> Wish:
+        """What the driver wants now; `see_bends` False: it drives as if the road were
+        straight ahead (a lapse of attention, `Lapses`)."""
         style = self.style
         self.index = self._nearest(car)
         lookahead = style.lookahead + style.lookahead_per_speed * car.speed
@@ -154,7 +161,11 @@ class TrackFollower:
         dx, dy = target[0] - car.x, target[1] - car.y
         bearing = math.atan2(dx * right[0] + dy * right[1], dx * forward[0] + dy * forward[1])
         turn = clamp(style.steer_gain * bearing)
-        bend = min(1.0, self.bend_ahead(self.index, style.horizon) / style.sharp_bend)
+        bend = (
+            min(1.0, self.bend_ahead(self.index, style.horizon) / style.sharp_bend)
+            if see_bends
+            else 0.0
+        )
         target_speed = style.top_speed - (style.top_speed - style.curve_speed) * bend
         throttle = clamp(style.throttle_gain * (target_speed - car.speed), -style.brake_limit)
         throttle = min(throttle, 1.0 - style.lift_in_turns * abs(turn))
@@ -197,3 +208,53 @@ class TrackFollower:
         count = len(self.points)
         candidates = [(self.index + k) % count for k in range(-5, window)]
         return min(candidates, key=lambda i: math.dist(self.points[i], (car.x, car.y)))
+
+
+@dataclass(frozen=True)
+class LapseStyle:
+    """How often and how badly the recorded driver lapses (seconds, turn and throttle units)."""
+
+    every: float = 4.0  # mean time between the starts of two lapses
+    shortest: float = 0.3
+    longest: float = 0.9
+    drift: tuple[float, float] = (0.25, 0.6)  # |turn offset| of a drift
+    shares: tuple[float, float, float] = (0.4, 0.3, 0.3)  # drift, missed bend, hesitation
+    hesitation_brake: float = 0.3  # a hesitating driver brakes this much, twice as long
+
+
+class Lapses:
+    """A person's lapses of attention (see the module docstring); deterministic for a seed.
+
+    Three kinds, each followed by the attentive driver bringing the car back: a drift (the
+    hands add a turn offset), a missed bend (it aims at top speed as if the road ran
+    straight: too fast into the bend) and a hesitation (it brakes lightly for twice as long:
+    too slow, then full gas again)."""
+
+    def __init__(self, seed: int, style: LapseStyle | None = None):
+        self.random = random.Random(seed)
+        self.style = style or LapseStyle()
+        self.until = -math.inf
+        self.offset, self.see_bends, self.hesitating = 0.0, True, False
+
+    def wish(self, t_ms: float, step_ms: float, follower: TrackFollower, car: CarPose) -> Wish:
+        """The follower's wish at `t_ms`, as a lapsing driver has it (called every step)."""
+        style = self.style
+        if t_ms >= self.until:
+            self.offset, self.see_bends, self.hesitating = 0.0, True, False
+            if self.random.random() < step_ms / (style.every * 1000.0):
+                self._start(t_ms)
+        wish = follower.wish(car, see_bends=self.see_bends)
+        throttle = -style.hesitation_brake if self.hesitating else wish.throttle
+        return Wish(clamp(wish.turn + self.offset), throttle)
+
+    def _start(self, t_ms: float) -> None:
+        style = self.style
+        seconds = self.random.uniform(style.shortest, style.longest)
+        kind = self.random.choices(("drift", "missed", "hesitation"), weights=style.shares)[0]
+        if kind == "drift":
+            self.offset = self.random.choice((-1, 1)) * self.random.uniform(*style.drift)
+        elif kind == "missed":
+            self.see_bends = False
+        else:
+            self.hesitating, seconds = True, 2 * seconds
+        self.until = t_ms + 1000.0 * seconds
