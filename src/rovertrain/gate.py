@@ -44,28 +44,40 @@ class CameraGain:
     """What the camera adds: the held-out figures minus those of the same weights on a
     constant grey frame. `f1`: command F1 (`visionGain`; None: the blind evaluation was
     interrupted). `changes`: recall of the commands that change what the rover does
-    (`changeVisionGain`; None also when no held-out command changed anything)."""
+    (`changeVisionGain`; None also when no held-out command changed anything). `values`: the
+    share of the grey-frame value error the camera removes (`valueVisionGain`; None also
+    when no held-out command has values)."""
 
     f1: float | None
     changes: float | None
+    values: float | None = None
 
 
 def _camera_conditions(camera: CameraGain, g: Gate) -> Sequence[tuple[bool, str]]:
-    """The camera must add to when the model fires (F1) or to finding the commands that change
-    what the rover does; a model that ignores the camera adds exactly 0 to both."""
+    """The camera must add to when the model fires (F1), to finding the commands that change
+    what the rover does, or to what it sends (the values: where a teleop page sends at almost
+    every tick, when is the page's and only what is the camera's); a model that ignores the
+    camera adds exactly 0 to all three."""
     if camera.f1 is None:
         return ((False, "Blind evaluation interrupted"),)
-    changes = camera.changes
-    adds = camera.f1 >= g.minVisionGain or (
-        changes is not None and changes >= g.minChangeVisionGain
+    changes, values = camera.changes, camera.values
+    adds = (
+        camera.f1 >= g.minVisionGain
+        or (changes is not None and changes >= g.minChangeVisionGain)
+        or (values is not None and values >= g.minValueVisionGain)
     )
     change_text = "no" if changes is None else f"{changes:.3f}"
+    value_text = (
+        "; no held-out command has values"
+        if values is None
+        else f", and removes {values:.3f} of their value error (below {g.minValueVisionGain:g})"
+    )
     return (
         (
             adds,
             f"The camera adds {camera.f1:.3f} F1 (below {g.minVisionGain:g}) and {change_text} "
             "recall of the commands that change what the rover does (below "
-            f"{g.minChangeVisionGain:g}) over grey frames",
+            f"{g.minChangeVisionGain:g}) over grey frames{value_text}",
         ),
     )
 

@@ -65,15 +65,24 @@ class Gate:
         -1,
         1,
         doc="held-out command F1 with the camera minus F1 of the same weights with constant "
-        "grey frames; the camera must reach this or minChangeVisionGain (docs/learning.md)",
+        "grey frames; the camera must reach this, minChangeVisionGain or minValueVisionGain "
+        "(docs/learning.md)",
     )
     minChangeVisionGain: float = knob(
         0.05,
         -1,
         1,
         doc="held-out recall of the commands that change what the rover does, with the camera "
-        "minus with constant grey frames; the camera must reach this or minVisionGain (a model "
-        "that ignores the camera gains 0 on both)",
+        "minus with constant grey frames; the camera must reach this, minVisionGain or "
+        "minValueVisionGain (a model that ignores the camera gains 0 on all three)",
+    )
+    minValueVisionGain: float = knob(
+        0.1,
+        -1,
+        1,
+        doc="the share of the held-out value error with constant grey frames that the camera "
+        "removes (1 - numericMse / blind numericMse); reaching it also shows the camera adds "
+        "(it decides what to send where the teleop page decides when: docs/learning.md)",
     )
     maxValueErrorVsHoldLast: float = knob(
         0.9,

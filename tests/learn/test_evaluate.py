@@ -71,6 +71,7 @@ def test_held_out_curve_reports_the_gate_figures_and_the_loss() -> None:
         "valueErrorVsHoldLast",
         "visionGain",
         "changeVisionGain",
+        "valueVisionGain",
         "blind",
     }
     assert document["windows"] == 40 and document["heldOutLoss"] > 0
@@ -101,9 +102,13 @@ def test_vision_gain_is_f1_with_the_camera_minus_f1_blind() -> None:
     seeing, grey = with_camera.hold_last.changes, blind.metrics.hold_last.changes
     assert seeing.events == grey.events > 0  # the same windows, the same human commands
     assert blind.change_gain == pytest.approx(seeing.recall - grey.recall)
+    assert blind.metrics.numeric_mse > 0
+    assert blind.value_gain == pytest.approx(
+        1 - with_camera.numeric_mse / blind.metrics.numeric_mse
+    )
     stopped = blind_score(policy, windows, scoring(), with_camera, should_stop=lambda: True)
     assert stopped.metrics.windows == 0 and stopped.vision_gain is None
-    assert stopped.change_gain is None
+    assert stopped.change_gain is None and stopped.value_gain is None
 
 
 def test_the_probe_overfits_a_small_subset() -> None:

@@ -113,6 +113,7 @@ class GateEvaluation:
             "blind": dict(self.blind.to_json()),
             "visionGain": self.blind.vision_gain,
             "changeVisionGain": self.blind.change_gain,
+            "valueVisionGain": self.blind.value_gain,
         }
 
 
@@ -128,7 +129,7 @@ def gate_evaluation(
     predictions = predict(model, validation, scoring.batch_size, should_stop)
     measured = score(predictions, validation, scoring)
     blind = blind_score(model, validation, scoring, measured, should_stop)
-    camera = CameraGain(blind.vision_gain, blind.change_gain)
+    camera = CameraGain(blind.vision_gain, blind.change_gain, blind.value_gain)
     reasons = gate_reasons(measured, job.gate, len(validation), support, camera)
     done = predictions.done
     interval = session_f1_interval(

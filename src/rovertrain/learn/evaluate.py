@@ -132,6 +132,7 @@ class BlindScore:
     f1_with_camera: float
     windows_with_camera: int
     change_recall_with_camera: float | None  # None: no command changed what the rover does
+    numeric_mse_with_camera: float
 
     @property
     def complete(self) -> bool:
@@ -151,6 +152,16 @@ class BlindScore:
         if not self.complete or seeing is None or blind is None:
             return None
         return seeing - blind.changes.recall
+
+    @property
+    def value_gain(self) -> float | None:
+        """The share of the grey-frame value error that the camera removes: 1 - numericMse /
+        blind numericMse (0 for a model that ignores the camera). None when incomplete or
+        when the blind values are exact (no held-out command with values)."""
+        blind = self.metrics.numeric_mse
+        if not self.complete or blind <= 0:
+            return None
+        return 1.0 - self.numeric_mse_with_camera / blind
 
     def to_json(self) -> dict[str, float | int]:
         m = self.metrics
@@ -172,7 +183,7 @@ def blind_score(
     )
     changes = with_camera.hold_last.changes if with_camera.hold_last else None
     seeing = changes.recall if changes is not None and changes.events else None
-    return BlindScore(blind, with_camera.f1, with_camera.windows, seeing)
+    return BlindScore(blind, with_camera.f1, with_camera.windows, seeing, with_camera.numeric_mse)
 
 
 @dataclass(frozen=True)
@@ -195,6 +206,7 @@ class HeldOutCurve:
             "valueErrorVsHoldLast": m.value_error_vs_hold_last(),
             "visionGain": self.blind.vision_gain,
             "changeVisionGain": self.blind.change_gain,
+            "valueVisionGain": self.blind.value_gain,
             "blind": self.blind.to_json(),
         }
 
