@@ -5,9 +5,10 @@ through (pure: no simulator, no numpy).
   it wishes to steer towards a look-ahead point on the centre line and to go at a target speed
   that drops in curves (`Wish`: turn and throttle in [-1, 1]).
 - `Lapses`: a person's lapses of attention, added to the follower's wish while recording: now
-  and then, for a fraction of a second, the hands drift (a turn offset) or the eyes miss the
-  bend ahead (no braking); the follower then brings the car back. Recordings of a perfect
-  driver never show a car off the line, so a policy that leaves it has nothing to imitate.
+  and then, for a fraction of a second, the hands drift (a turn offset), the eyes miss the
+  bend ahead (no braking) or the driver hesitates (a light brake); the follower then brings
+  the car back. Recordings of a perfect driver never show a car off the line or too slow, so
+  a policy that gets there has nothing to imitate.
 - `TeleopLink`: what a person's teleop page does with a wish: it sends a `drive` command when
   the wish moved more than the deadband from the last command sent, otherwise re-sends the
   last command as a keepalive every 400 ms. The car executes the last command sent, never the
