@@ -3,10 +3,13 @@ schema-valid events, its baselines on the same seeds, and the video and trajecto
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from sim_checkpoints import driving_checkpoint
+
+from rovertrain.sim.worlds import human_opening
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +37,17 @@ def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_p
     for name in ("rollout", "trajectory"):
         path = Path(summary["files"][name])
         assert path.is_file() and path.stat().st_size > 1000
+    # The policy's first rollout tick by tick: what it decided, where the rover was.
+    ticks = [json.loads(line) for line in Path(summary["files"]["ticks"]).read_text().splitlines()]
+    assert [row["t"] for row in ticks] == [100.0 * k for k in range(40)]
+    opening = human_opening("road", 0)  # the operator's, then the policy's first
+    assert len(ticks[0]["sent"]) == 2 and ticks[0]["sent"][0]["values"] == opening.values
+    assert all(row["moving"] for row in ticks) and ticks[-1]["s"] > ticks[0]["s"] > 0
+    assert abs(ticks[-1]["s"] - policy["distanceMetres"]) < 0.5
+    for row in ticks:
+        mine = row["sent"][-1:]  # one drive per tick, as counted
+        assert [item["type"] for item in mine] == ["drive"]
+        assert mine[0]["values"] == row["values"]["drive"]
     import av
 
     with av.open(summary["files"]["rollout"]) as container:

@@ -20,6 +20,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import Slot
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.deploy.tick_log import TICKS_FILE, DecisionLog, tick_rows, write_ticks
 from rovertrain.protocol.events import EventStream
 from rovertrain.sim.carracing import WORLD as CARRACING
 from rovertrain.sim.carracing_drive import DEFAULT_SECONDS as CARRACING_SECONDS
@@ -34,7 +35,7 @@ from rovertrain.sim.rollout import (
     RolloutTrace,
     closed_loop_report,
 )
-from rovertrain.sim.worlds import WORLDS
+from rovertrain.sim.worlds import WORLDS, rollout_scenario
 
 
 def default_seconds(world: str) -> float:
@@ -49,15 +50,23 @@ if TYPE_CHECKING:
 
 
 class DriveMedia:
-    """--out: the policy's rollout on the first seed as rollout.mp4, and every controller's
-    path on the first seed as trajectory.png."""
+    """--out: the policy's rollout on the first seed as rollout.mp4 and tick by tick as
+    ticks.ndjson (`deploy.tick_log`), and every controller's path on the first seed as
+    trajectory.png."""
 
-    def __init__(self, directory: Path | None, world: str, first_seed: int):
+    def __init__(
+        self,
+        directory: Path | None,
+        world: str,
+        first_seed: int,
+        log: DecisionLog | None = None,
+    ):
         self.directory, self.world, self.first_seed = directory, world, first_seed
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
         self.video: RolloutVideo | None = None
         self.first_traces: list[RolloutTrace] = []
+        self.log = log
 
     def video_for(self, seed: int) -> FrameSink | None:
         """The frame sink of the policy's rollout on `seed` (only the first seed is filmed)."""
@@ -73,6 +82,10 @@ class DriveMedia:
             return
         if metrics.controller == "policy" and self.video is not None:
             self.video.close()
+        if metrics.controller == "policy" and self.log is not None and self.directory:
+            track = rollout_scenario(self.world, metrics.seed).world.track
+            rows = tick_rows(self.log.decisions, trace, track.curvature)
+            write_ticks(self.directory / TICKS_FILE, rows)
         self.first_traces.append(trace)
 
     def files(self) -> dict[str, str]:
@@ -86,6 +99,8 @@ class DriveMedia:
         files = {"trajectory": str(trajectory)}
         if (self.directory / "rollout.mp4").is_file():
             files["rollout"] = str(self.directory / "rollout.mp4")
+        if (self.directory / TICKS_FILE).is_file():
+            files["ticks"] = str(self.directory / TICKS_FILE)
         return files
 
 
@@ -232,7 +247,10 @@ def drive_policy(
     if world == CARRACING:
         check_carracing(loaded.policy.schema, seconds)
     controllers = ("policy", *BASELINES) if baselines else ("policy",)
-    media = DriveMedia(Path(out).resolve() if out is not None else None, world, seeds[0])
+    directory = Path(out).resolve() if out is not None else None
+    # --out on the rover worlds: the policy's first rollout tick by tick as well.
+    log = DecisionLog(loaded.policy) if directory is not None and world != CARRACING else None
+    media = DriveMedia(directory, world, seeds[0], log)
     race_video = RaceVideo(media.directory, seeds[0])
 
     # 2. Every controller on every seed: a `rollout` event and a line on stderr each.
@@ -249,7 +267,7 @@ def drive_policy(
         )
     else:
         report = closed_loop_report(
-            lambda: loaded.policy,
+            lambda: log if log is not None else loaded.policy,
             world,
             seeds,
             seconds,
