@@ -22,6 +22,7 @@ from rovertrain.contracts.command_schema import HUMAN
 from rovertrain.runtime.policy import Decision, RoverPolicy
 from rovertrain.sim.rollout import RolloutTrace
 from rovertrain.sim.world import STEP_MS
+from rovertrain.store.durable import replacing
 
 TICKS_FILE = "ticks.ndjson"
 
@@ -94,7 +95,7 @@ def tick_rows(
 
 
 def write_ticks(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Written whole to a temporary name, then renamed: never a half-written file."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
-    partial.replace(path)
+    """Written whole, then renamed over `path` (`store.durable.replacing`): never a
+    half-written file."""
+    with replacing(path) as temporary:
+        temporary.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
