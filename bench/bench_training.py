@@ -12,12 +12,17 @@ import numpy as np
 import torch
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
-from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import (
+    MODEL_CHANNELS,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STATE_FEATURES_PER_SLOT,
+)
 from rovertrain.data.dataset import WindowSet
 from rovertrain.job.config import parse_job
 from rovertrain.job.steps import uses_bf16
 from rovertrain.learn.batches import augment, batch_tensors
-from rovertrain.learn.losses import loss_setup, losses
+from rovertrain.learn.losses import loss_setup, losses, values_loss
 from rovertrain.learn.policy import Policy
 
 THREADS, BATCH, STEPS, WINDOWS = 2, 64, 60, 4096
@@ -30,17 +35,19 @@ def make_pool(count: int) -> WindowSet:
     available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
     available[:, 1, :2] = fires[:, 1, None]
     return WindowSet(
-        rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, 3), dtype=np.uint8),
+        rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
         rng.random((count, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
         fires,
         rng.uniform(-1, 1, (count, SLOTS, VALUES)).astype(np.float32),
         available,
         rng.integers(0, 3, count).astype(np.int8),
+        np.zeros(count, dtype=np.int32),
     )
 
 
 def rovertrain_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
-    """The product's step: index the compact pool, augment, autocast as configured, AdamW."""
+    """The product's step: index the compact pool (this tick's and the previous tick's frames),
+    augment, autocast as configured, both value losses, AdamW."""
     model = Policy().to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     setup = loss_setup(pool, initial_schema())
@@ -53,9 +60,9 @@ def rovertrain_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
         images = augment(batch.images, generator).contiguous(memory_format=torch.channels_last)
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits, values = model(images, batch.states)
+            logits, values, shared = model(images, batch.states, auxiliary=True)
         event_loss, value_loss = losses(logits, values, batch, setup)
-        (event_loss + value_loss).backward()
+        (event_loss + value_loss + values_loss(shared, batch, setup)).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
     return steps * BATCH / (time.perf_counter() - started)
@@ -65,7 +72,7 @@ def bare_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
     """A bare configuration: pre-built tensors, channels_last, bf16 autocast or fp32."""
     model = Policy().to(memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    images = torch.from_numpy(pool.frames[:BATCH]).permute(0, 3, 1, 2).float() / 255
+    images = torch.from_numpy(pool.pictures(slice(0, BATCH))).permute(0, 3, 1, 2).float() / 255
     images = images.contiguous(memory_format=torch.channels_last)
     states = torch.from_numpy(pool.states[:BATCH])
     fires = torch.from_numpy(pool.fires[:BATCH].astype(np.float32))

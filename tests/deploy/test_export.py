@@ -24,6 +24,7 @@ from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.windows import label_windows
+from rovertrain.deploy.parity_windows import with_previous
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
 
@@ -198,11 +199,13 @@ def test_streaming_a_recording_matches_training_and_torch(
         streamed = stream_session(policy, synth_data, session_id)
         windows = training_windows(synth_data, session_id, tmp_path)
         np.testing.assert_array_equal(streamed["ticks"], windows["ticks"])
-        np.testing.assert_array_equal(streamed["images"], windows["frames"])
+        # Each tick's frame, then the previous tick's: what training stacks from the cache.
+        pictures = with_previous(windows["frames"], np.arange(len(windows["frames"])))
+        np.testing.assert_array_equal(streamed["images"], pictures)
         np.testing.assert_array_equal(streamed["states"], windows["states"])
         with torch.inference_mode():
             logits, _ = model(
-                torch.from_numpy(np.ascontiguousarray(windows["frames"])).permute(0, 3, 1, 2),
+                torch.from_numpy(np.ascontiguousarray(pictures)).permute(0, 3, 1, 2),
                 torch.from_numpy(windows["states"]),
             )
         expected = torch.sigmoid(logits).numpy()[:, :2]
@@ -249,11 +252,12 @@ def test_real_videos_stream_to_the_training_frames(
         images.append(decision.image[0].transpose(1, 2, 0))
         streamed_states.append(decision.state[0])
         probabilities.append([decision.probability[t] for t in policy.types])
-    np.testing.assert_array_equal(np.stack(images), frames[:limit])
+    pictures = with_previous(frames[:limit], np.arange(limit))
+    np.testing.assert_array_equal(np.stack(images), pictures)
     np.testing.assert_array_equal(np.stack(streamed_states), states)
     with torch.inference_mode():
         logits, _ = exported["model"](
-            torch.from_numpy(np.ascontiguousarray(frames[:limit])).permute(0, 3, 1, 2),
+            torch.from_numpy(np.ascontiguousarray(pictures)).permute(0, 3, 1, 2),
             torch.from_numpy(states),
         )
     expected = torch.sigmoid(logits).numpy()[:, :2]

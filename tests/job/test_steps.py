@@ -7,7 +7,7 @@ import dataclasses
 import torch
 
 from rovertrain.contracts.command_schema import SLOTS
-from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import MODEL_CHANNELS, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import load_job_text
 from rovertrain.job.state import TrainingState
 from rovertrain.job.steps import hyperparameters, optimizer_settings, restore_policy
@@ -25,7 +25,7 @@ HYPER = Hyperparameters(
 
 def _saved_state() -> TrainingState:
     model, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0)
-    images = torch.zeros(2, 3, 72, 96)
+    images = torch.zeros(2, MODEL_CHANNELS, 72, 96)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     logits, values = model(images, states)
     (logits.sum() + values.sum()).backward()  # type: ignore[no-untyped-call]

@@ -130,3 +130,43 @@ def test_type_change_event_weight_scales_the_restarts_in_the_event_loss() -> Non
     assert chosen.type_change_event_weight == 1.0 and chosen.resend_value_weight == 0.0
     selected, _ = losses(logits, no_values, batch, chosen)
     assert float(selected) == pytest.approx(float(plain))
+
+
+def test_a_window_carries_its_previous_ticks_frame_into_the_batch() -> None:
+    from rovertrain.data.dataset import WindowSetBuilder
+    from rovertrain.data.session_read import window_chunk
+    from rovertrain.data.windows import label_windows
+
+    ticks = np.arange(6, dtype=np.int64) * 100
+    frames = np.stack(
+        [np.full((OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), 10 * k, np.uint8) for k in range(6)]
+    )
+    builder = WindowSetBuilder(3)
+    builder.add(window_chunk(frames, label_windows(ticks, [], initial_schema()), [0, 3, 4]))
+    windows = builder.build()
+    images = batch_tensors(windows, slice(None)).images
+    assert images.shape == (3, 2 * OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH)
+    # This tick's frame, then the previous tick's (the first window's is its own).
+    assert images[:, 0, 0, 0].tolist() == [0, 30, 40]
+    assert images[:, OBS_CHANNELS, 0, 0].tolist() == [0, 20, 30]
+    picked = windows.subset(np.array([2]))
+    assert int(picked.frames[0, 0, 0, 0]) == 40 and int(picked.frames[0, 0, 0, OBS_CHANNELS]) == 30
+
+
+def test_augmenting_the_history_leaves_this_ticks_picture_as_one_picture_alone() -> None:
+    # The event head reads this tick's picture only: it must train on exactly the pictures
+    # the one-picture policy did, whatever the previous picture holds.
+    from rovertrain.contracts.observation import OBS_CHANNELS
+    from rovertrain.learn.batches import augment
+
+    images = torch.randint(0, 256, (6, 2 * OBS_CHANNELS, 12, 16), dtype=torch.uint8)
+    other = images.clone()
+    other[:, OBS_CHANNELS:] = 255 - images[:, OBS_CHANNELS:]
+    alone = images[:, :OBS_CHANNELS].contiguous()
+    results = [
+        augment(pictures, torch.Generator().manual_seed(5), colour=0.2, shift=2)
+        for pictures in (images, other, alone)
+    ]
+    for stacked in results[:2]:
+        assert torch.allclose(stacked[:, :OBS_CHANNELS], results[2], atol=1e-6)
+    assert not torch.allclose(results[0][:, OBS_CHANNELS:], results[1][:, OBS_CHANNELS:])

@@ -32,13 +32,15 @@ def test_predict_covers_every_window_and_computes_the_loss_in_the_same_pass() ->
     predictions = predict(policy, windows, batch_size=8, setup=setup)
     assert predictions.done == 70 and predictions.probabilities.shape == (70, 8)
     assert ((predictions.probabilities >= 0) & (predictions.probabilities <= 1)).all()
-    # The loss is the window-weighted mean of each chunk's loss (chunks of 4 batches).
+    # The loss is the window-weighted mean of each chunk's loss (chunks of 4 batches), the
+    # one-head policy's signal: the events and the event trunk's own values.
     total, all_logits = 0.0, []
     with torch.inference_mode():
         for chunk in (slice(0, 32), slice(32, 64), slice(64, 70)):
             batch = batch_tensors(windows, chunk)
-            logits, values = policy.eval()(batch.channels_last_images(), batch.states)
-            event_loss, value_loss = losses(logits, values, batch, setup)
+            images = batch.channels_last_images()
+            logits, _, shared = policy.eval()(images, batch.states, auxiliary=True)
+            event_loss, value_loss = losses(logits, shared, batch, setup)
             total += float(event_loss + value_loss) * len(batch.fires)
             all_logits.append(logits)
     assert predictions.loss == pytest.approx(total / 70, rel=1e-5)

@@ -187,6 +187,46 @@ class RecordingSession:
         return [np.zeros((1, 8), np.float32), np.zeros((1, 8, 4), np.float32)]
 
 
+def test_the_image_input_stacks_the_previous_ticks_frame_when_it_was_one_tick_ago() -> None:
+    from rovertrain.runtime.policy import RoverPolicy
+
+    image = {"width": 96, "height": 72, "frameHistory": 2}
+    spec = RuntimeSpec.from_json(
+        {
+            "schema": initial_schema(),
+            "threshold": 0.5,
+            "input": {"tickMs": 100, "state": {"size": 136}, "image": image},
+            "slots": 8,
+            "valuesPerSlot": 4,
+        }
+    )
+    assert spec.frame_history == 2
+    assert spec.to_json()["onnx"]["inputs"]["images"]["shape"] == ["batch", 6, 72, 96]
+    session = RecordingSession()
+    policy = RoverPolicy(session, spec)
+    frames = [np.full((OBS_HEIGHT, OBS_WIDTH, 3), level, np.uint8) for level in (10, 20, 30)]
+    policy.tick(frames[0], 0.0)  # the first tick: no earlier frame, its own twice
+    policy.tick(frames[1], 100.0)  # one tick later: the previous one behind it
+    policy.tick(frames[2], 300.0)  # a tick was missed: no motion shown rather than a jump
+    seen = [(int(i[0, 0, 0, 0]), int(i[0, 3, 0, 0])) for i in session.images]
+    assert [i.shape for i in session.images] == [(1, 6, OBS_HEIGHT, OBS_WIDTH)] * 3
+    assert seen == [(10, 10), (20, 10), (30, 30)]
+    # A rover's clock: ticks about 100 ms apart, never exactly.
+    policy.tick(frames[0], 1733412.18)
+    policy.tick(frames[1], 1733512.43)
+    policy.tick(frames[2], 1733612.37)
+    assert [(int(i[0, 0, 0, 0]), int(i[0, 3, 0, 0])) for i in session.images[3:]] == [
+        (10, 10), (20, 10), (30, 20)
+    ]  # fmt: skip
+    assert spec.to_json()["format"] == "rovertrain-runtime/2"  # old runtimes refuse it at load
+    policy.reset()
+    policy.tick(frames[1], 1733712.0)  # a new drive forgets the last frame
+    assert (int(session.images[-1][0, 0, 0, 0]), int(session.images[-1][0, 3, 0, 0])) == (20, 20)
+    with pytest.raises(Exception, match="stacks 3 frames"):
+        RoverPolicy(session, RuntimeSpec.from_json({**spec.to_json(), "input": {
+            "tickMs": 100, "state": {"size": 136}, "image": {**image, "frameHistory": 3}}}))  # fmt: skip
+
+
 def test_supervised_driving_a_persons_command_takes_the_rover_back() -> None:
     from rovertrain.runtime.policy import RoverPolicy
 

@@ -66,13 +66,6 @@ CARRACING_TRACKS = ("--seeds", "10")  # fresh tracks: `drive` never uses a recor
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.xfail(
-    reason="issue 26 is open: one picture cannot show speed, the default policy stalls (data "
-    "seed 0 with the lapsing driver: 0.13 of the driver's reward); the value head's own path "
-    "reaches 0.90-1.01 on seeds 0-4 and is not the default, it failed warehouse cells "
-    "(docs/learning.md, 'Speed from the camera'); a cell that reaches 0.8 shows as XPASS",
-    strict=False,
-)
 @pytest.mark.parametrize("seed", range(5))
 def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> None:
     """Issue 26's goal on a world nobody here wrote: 28 tracks of CarRacing-v3 (a lap each,

@@ -10,6 +10,11 @@ OBS_WIDTH = 96
 OBS_HEIGHT = 72
 OBS_CHANNELS = 3
 TICK_MS = 100
+FRAME_HISTORY = 2
+"""Frames the policy sees per window: this tick's and the previous tick's (TICK_MS earlier),
+stacked along the channels (this one first). One picture cannot show how fast the rover goes,
+and the throttle a driver chooses depends on it (docs/learning.md, "Speed from the camera")."""
+MODEL_CHANNELS = OBS_CHANNELS * FRAME_HISTORY
 STALE_FRAME_MS = 250
 """A window whose newest frame is older than this is unusable."""
 

@@ -15,6 +15,10 @@ from rovertrain.contracts.command_schema import Schema, validate_schema
 from rovertrain.contracts.json_types import JsonObject, JsonValue
 
 FORMAT = "rovertrain-runtime/1"
+"""manifest.json's format, and runtime.json's for a model of one picture per tick."""
+FRAME_HISTORY_FORMAT = "rovertrain-runtime/2"
+"""runtime.json's format for a model stacking earlier pictures (`frameHistory` > 1): a
+runtime from before frame history refuses it at load instead of failing at the first tick."""
 MODEL_FILE = "model.onnx"
 RUNTIME_FILE = "runtime.json"
 MANIFEST_FILE = "manifest.json"
@@ -76,6 +80,14 @@ class RuntimeSpec:
         return int(width), int(height)
 
     @property
+    def frame_history(self) -> int:
+        """Frames stacked along the image input's channels, newest first, one tick apart
+        (1 for a policy exported before frame history existed)."""
+        image = _path(self.policy, "input", "image")
+        history = image.get("frameHistory", 1) if isinstance(image, dict) else 1
+        return int(_number(history, "input.image.frameHistory"))
+
+    @property
     def slots(self) -> int:
         return int(_number(self.policy.get("slots"), "slots"))
 
@@ -89,7 +101,9 @@ class RuntimeSpec:
 
     def to_json(self) -> JsonObject:
         """runtime.json, in the order people read it: format, the policy, then the rules."""
-        document: JsonObject = {"format": FORMAT}
+        document: JsonObject = {
+            "format": FRAME_HISTORY_FORMAT if self.frame_history > 1 else FORMAT
+        }
         document.update(self.policy)
         document["threshold"] = self.threshold
         document["steeringDeadband"] = self.steering_deadband
@@ -104,7 +118,10 @@ class RuntimeSpec:
         return {
             "opset": self.opset,
             "inputs": {
-                IMAGE_INPUT: {"dtype": "uint8", "shape": ["batch", 3, height, width]},
+                IMAGE_INPUT: {
+                    "dtype": "uint8",
+                    "shape": ["batch", 3 * self.frame_history, height, width],
+                },
                 STATE_INPUT: {"dtype": "float32", "shape": ["batch", self.state_size]},
             },
             "outputs": {
@@ -119,8 +136,10 @@ class RuntimeSpec:
         """Validate a decoded runtime.json; RuntimeSpecError names what is wrong."""
         if not isinstance(document, dict):
             raise RuntimeSpecError("runtime.json must be a JSON object")
-        if document.get("format", FORMAT) != FORMAT:
-            raise RuntimeSpecError(f"format {document.get('format')!r} is not {FORMAT}")
+        if document.get("format", FORMAT) not in (FORMAT, FRAME_HISTORY_FORMAT):
+            raise RuntimeSpecError(
+                f"format {document.get('format')!r} is not {FORMAT} or {FRAME_HISTORY_FORMAT}"
+            )
         policy: JsonObject = {k: v for k, v in document.items() if k not in _EXPORT_KEYS}
         try:
             schema = validate_schema(document.get("schema"))
@@ -151,7 +170,7 @@ class RuntimeSpec:
             opset=int(_number(opset, "onnx.opset")),
         )
         # Read every figure the runtime acts on once, so a malformed document fails here.
-        _ = (spec.tick_ms, spec.state_size, spec.image_size)
+        _ = (spec.tick_ms, spec.state_size, spec.image_size, spec.frame_history)
         return spec
 
 

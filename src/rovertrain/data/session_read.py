@@ -19,7 +19,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, extended
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.observation import (
-    OBS_CHANNELS,
+    MODEL_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
     STALE_FRAME_MS,
@@ -51,7 +51,12 @@ from rovertrain.data.windows import (
 
 @dataclass
 class WindowSet:
-    """Windows stored compactly: uint8 frames and contiguous label arrays."""
+    """Windows stored compactly: uint8 frames and contiguous label arrays.
+
+    `frames`: N×H×W×(3·k), each window's pictures as the model reads them along the channels,
+    this tick's first, then the previous tick's (k = `FRAME_HISTORY`). Stored so, a training
+    batch is one take; interleaving two arrays' pixels per batch cost more than the rest of
+    the data path. k = 1 (test fixtures, still scenes): the previous picture is this one."""
 
     frames: np.ndarray
     states: np.ndarray
@@ -65,10 +70,15 @@ class WindowSet:
         return len(self.category)
 
     def nbytes(self) -> int:
-        return sum(
-            array.nbytes
-            for array in (self.frames, self.states, self.fires, self.values, self.available)
-        )
+        arrays = (self.frames, self.states, self.fires, self.values, self.available)
+        return sum(array.nbytes for array in arrays)
+
+    def pictures(self, indices: np.ndarray | slice) -> np.ndarray:
+        """The chosen windows' model pictures, n×H×W×`MODEL_CHANNELS` uint8."""
+        frames = self.frames[indices]
+        if frames.shape[3] == MODEL_CHANNELS:
+            return np.ascontiguousarray(frames)
+        return np.concatenate([frames] * (MODEL_CHANNELS // frames.shape[3]), axis=3)
 
     def subset(self, indices: np.ndarray | slice) -> WindowSet:
         return WindowSet(
@@ -84,7 +94,7 @@ class WindowSet:
 
 def empty_windows(capacity: int) -> WindowSet:
     return WindowSet(
-        frames=np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8),
+        frames=np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
         states=np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
         fires=np.empty((capacity, SLOTS), dtype=np.uint8),
         values=np.empty((capacity, SLOTS, VALUES), dtype=np.float32),
@@ -98,7 +108,9 @@ def window_chunk(frames: np.ndarray, labels: Labels, indices: list[int]) -> Wind
     """One session's chosen windows, copied out of its memory map."""
     chosen = np.asarray(indices, dtype=np.int64)
     return WindowSet(
-        frames=np.ascontiguousarray(frames[chosen]),
+        # A session's windows are consecutive ticks: the previous tick's frame is the row
+        # before (the first window's is its own, as at the runtime's first tick).
+        frames=np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3),
         states=labels.states[chosen],
         fires=labels.fires[chosen],
         values=labels.values[chosen],

@@ -119,13 +119,13 @@ def export_onnx(model: Policy) -> bytes:
 
     from rovertrain.contracts.command_schema import SLOTS
     from rovertrain.contracts.observation import (
-        OBS_CHANNELS,
+        MODEL_CHANNELS,
         OBS_HEIGHT,
         OBS_WIDTH,
         STATE_FEATURES_PER_SLOT,
     )
 
-    images = torch.zeros(2, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, dtype=torch.uint8)
+    images = torch.zeros(2, MODEL_CHANNELS, OBS_HEIGHT, OBS_WIDTH, dtype=torch.uint8)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     batch = torch.export.Dim("batch", min=1, max=65536)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):

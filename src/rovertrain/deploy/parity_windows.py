@@ -18,7 +18,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import SLOTS, Schema, validate_schema
 from rovertrain.contracts.json_types import JsonValue
 from rovertrain.contracts.observation import (
-    OBS_CHANNELS,
+    MODEL_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
     STATE_FEATURES_PER_SLOT,
@@ -30,13 +30,19 @@ from rovertrain.sim.synth import simulate_session
 from rovertrain.sim.worlds import build
 
 Windows = tuple[np.ndarray, np.ndarray]
-"""(uint8 N×H×W×C frames, float32 N×S states)."""
+"""(uint8 N×H×W×C model pictures: each tick's frame, then the previous tick's; float32 N×S
+states)."""
 
 
 def _no_windows() -> Windows:
-    return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), np.uint8), np.zeros(
+    return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), np.uint8), np.zeros(
         (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
     )
+
+
+def with_previous(frames: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """The model pictures of ticks `chosen` of a session's consecutive tick frames."""
+    return np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3)
 
 
 def _collector(rendered: list[np.ndarray]) -> Callable[[np.ndarray], None]:
@@ -68,7 +74,7 @@ def synthetic_windows(schema: Schema, count: int, seed: int = 0) -> Windows:
                 item = commands[position]
                 tracker.observe(item["t"], item["type"], item.get("values") or {})
                 position += 1
-            frames.append(frame)
+            frames.append(np.concatenate([frame, rendered[max(index - 1, 0)]], axis=2))
             states.append(tracker.state_at(tick))
         drive += 1
     return np.stack(frames[:count]), np.stack(states[:count])
@@ -77,7 +83,7 @@ def synthetic_windows(schema: Schema, count: int, seed: int = 0) -> Windows:
 def noise_windows(count: int, state_size: int, seed: int = 0) -> Windows:
     """Random pictures and random (in-range) states: the corners the drives do not reach."""
     rng = np.random.default_rng(seed)
-    frames = rng.integers(0, 256, (count, OBS_HEIGHT, OBS_WIDTH, OBS_CHANNELS), dtype=np.uint8)
+    frames = rng.integers(0, 256, (count, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8)
     states = rng.uniform(-1.0, 1.0, (count, state_size)).astype(np.float32)
     return frames, states
 
@@ -118,7 +124,7 @@ def held_out_windows(checkpoint: Path, meta: Mapping[str, JsonValue], limit: int
             continue
         usable = (cached.ticks - cached.frame_times <= STALE_FRAME_MS) & ~labels.unsupported
         chosen = np.flatnonzero(usable)[: limit - sum(len(chunk) for chunk in frames)]
-        frames.append(np.asarray(cached.frames[chosen]))
+        frames.append(with_previous(np.asarray(cached.frames), chosen))
         states.append(labels.states[chosen])
     if not frames:
         return _no_windows()

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES
-from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import OBS_CHANNELS, STATE_FEATURES_PER_SLOT
 from rovertrain.data.dataset import WindowSet
 from rovertrain.learn.metrics import command_changes, motion_type_changes
 from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, last_values_of, recency_of
@@ -50,8 +50,9 @@ def batch_tensors(
     windows: WindowSet, indices: np.ndarray | slice, motion: np.ndarray | None = None
 ) -> Batch:
     """`motion`: bool [SLOTS], the stop- and movement-role slots (`type_changes`); None: all."""
-    # NHWC uint8 permuted to an NCHW view: that is exactly the channels_last layout.
-    images = torch.from_numpy(np.ascontiguousarray(windows.frames[indices])).permute(0, 3, 1, 2)
+    # The frame history along the channels (this tick's, then the previous tick's), NHWC
+    # uint8 permuted to an NCHW view: that is exactly the channels_last layout.
+    images = torch.from_numpy(windows.pictures(indices)).permute(0, 3, 1, 2)
     states = np.ascontiguousarray(windows.states[indices])
     fires = windows.fires[indices].astype(bool)
     values = np.ascontiguousarray(windows.values[indices])
@@ -90,15 +91,25 @@ def augment(
     and shift draws come after the brightness and contrast ones, and only when enabled.
     """
     count = images.shape[0] if drawn is None else drawn
-    floats = images.float() * (1.0 / 255.0)
     brightness = (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.3
     contrast = 1.0 + (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.4
     brightness, contrast = brightness[share].to(images.device), contrast[share].to(images.device)
-    mean = floats.mean(dim=(1, 2, 3), keepdim=True)
-    result = (floats - mean) * contrast + mean + brightness
+    # Contrast around each frame's own mean (the history's frames are pictures of their own).
+    history = images.shape[1] // OBS_CHANNELS
+    pixels = images.float()
+    per_frame = pixels.mean(dim=(2, 3)).view(len(pixels), history, OBS_CHANNELS).mean(dim=2)
+    mean = per_frame.repeat_interleave(OBS_CHANNELS, dim=1)[:, :, None, None] * (1.0 / 255.0)
+    # Every step is one affine map per image and channel: x * scale + offset, applied in
+    # place. A batch of 6-channel floats is megabytes; each temporary costs page faults and
+    # the channels_last layout must be kept (a reshape copies).
+    scale = contrast * (1.0 / 255.0)
+    offset = mean * (1.0 - contrast) + brightness
     if colour > 0:
-        gains = 1.0 + (torch.rand(count, images.shape[1], 1, 1, generator=generator) - 0.5) * colour
-        result = result * gains[share].to(images.device)
+        # One gain per colour, the same for every frame of the history (one camera).
+        gains = 1.0 + (torch.rand(count, OBS_CHANNELS, 1, 1, generator=generator) - 0.5) * colour
+        gains = gains[share].repeat(1, history, 1, 1).to(images.device)
+        scale, offset = scale * gains, offset * gains
+    result = pixels.mul_(scale).add_(offset)
     if shift > 0:
         offsets = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share] - shift
         result = shift_rows(result, offsets.to(images.device).view(-1))

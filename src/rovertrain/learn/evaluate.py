@@ -73,12 +73,14 @@ def predict(
             images = placed.channels_last_images()
             if blind:
                 images = torch.full_like(images, BLIND_GREY)
-            logits, predicted = model(images, placed.states)
-            logits, predicted = logits.cpu(), predicted.cpu()
+            logits, predicted, shared = model(images, placed.states, auxiliary=True)
+            logits, predicted, shared = logits.cpu(), predicted.cpu(), shared.cpu()
             result.probabilities[window] = torch.sigmoid(logits.float()).numpy()
             result.values[window] = predicted.float().numpy()
             if setup is not None:
-                event_loss, value_loss = losses(logits, predicted, batch, setup)
+                # The selection signal is the one-head policy's: the events and the event
+                # trunk's values (docs/learning.md); the value head's are scored, not selected on.
+                event_loss, value_loss = losses(logits, shared, batch, setup)
                 total_loss += float(event_loss + value_loss) * len(batch.fires)
             result.done = window.stop
     model.train(was_training)

@@ -82,11 +82,16 @@ def losses(
     if setup.type_change_event_weight != 1.0:
         per_slot = per_slot * (1.0 + (setup.type_change_event_weight - 1.0) * batch.type_changes)
     event_loss = (per_slot * setup.slot_mask).sum() / (setup.slot_mask.sum() * len(batch.fires))
+    return event_loss, values_loss(predictions, batch, setup)
+
+
+def values_loss(predictions: torch.Tensor, batch: Batch, setup: LossSetup) -> torch.Tensor:
+    """The command-value loss (float32): squared error on the values sent, the changes
+    weighted 1 and the re-sends `resend_value_weight`."""
+    predictions = predictions.float()
     kind_weight = batch.changes + (1.0 - batch.changes) * setup.resend_value_weight
     mask = batch.available * setup.numeric_mask * kind_weight[:, :, None]
     count = mask.sum()
     if count > 0:
-        value_loss = (((predictions - batch.values) ** 2) * mask).sum() / count
-    else:
-        value_loss = predictions.sum() * 0.0
-    return event_loss, value_loss
+        return (((predictions - batch.values) ** 2) * mask).sum() / count
+    return predictions.sum() * 0.0

@@ -21,8 +21,8 @@ from rovertrain.learn.batches import (
     drop_value_history,
     hide_never_sent,
 )
-from rovertrain.learn.losses import LossSetup, losses
-from rovertrain.learn.policy import Policy
+from rovertrain.learn.losses import LossSetup, losses, values_loss
+from rovertrain.learn.policy import Policy, in_value_path
 from rovertrain.learn.settings import Augmentation, Optimisation
 
 PROGRESS_EVERY = 10
@@ -224,8 +224,10 @@ def training_step(
     images, states = model_inputs(batch, plan, generator, share, len(chosen))
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=plan.hyper.bf16):
-        logits, predictions = model(images, states)
+        logits, predictions, shared = model(images, states, auxiliary=True)
     event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
+    # The event trunk's own value prediction: never sent, its loss shapes what the events see.
+    value_loss = value_loss + values_loss(shared, batch, plan.setup)
     loss = event_loss + value_loss
     loss_value = float(loss.item())
     if not math.isfinite(loss_value):
@@ -236,7 +238,14 @@ def training_step(
         (loss * math.nan).backward()  # type: ignore[no-untyped-call]
         _finite_or_fail(loss_value, "loss", NON_FINITE_LOSS, step)
     loss.backward()  # type: ignore[no-untyped-call]
-    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+    # Each part clipped on its own: the shared encoder and the event trunk then learn exactly
+    # as the one-head policy did, whatever the value path's gradients (docs/learning.md).
+    shared_part = [p for name, p in model.named_parameters() if not in_value_path(name)]
+    value_part = [p for name, p in model.named_parameters() if in_value_path(name)]
+    norm = math.hypot(
+        float(torch.nn.utils.clip_grad_norm_(shared_part, 1.0)),
+        float(torch.nn.utils.clip_grad_norm_(value_part, 1.0)),
+    )
     _finite_or_fail(norm, "gradient norm", NON_FINITE_GRADIENT, step)
     optimizer.step()
     return StepLosses(loss_value, event_loss, value_loss, norm)

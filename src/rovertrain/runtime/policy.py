@@ -3,7 +3,9 @@
 An exported folder holds `model.onnx`, `runtime.json` (the specification) and `manifest.json`
 (every file's size and sha256). `load` verifies the files before anything is run; `tick` builds
 the model input with `prepare_frame` and the state with `StateTracker`, the same code training
-uses, and runs onnxruntime at batch 1.
+uses, and runs onnxruntime at batch 1. The image input stacks this tick's frame and the previous
+tick's (`frameHistory` 2): call `tick` every tick, also while a person drives, so the policy
+has the previous frame when it takes over.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from typing import Protocol
 import numpy as np
 
 from rovertrain.contracts.command_schema import HUMAN, SENDERS, SLOTS
-from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import (
+    FRAME_HISTORY,
+    OBS_HEIGHT,
+    OBS_WIDTH,
+    STATE_FEATURES_PER_SLOT,
+)
 from rovertrain.contracts.runtime_spec import (
     FORMAT,
     IMAGE_INPUT,
@@ -165,8 +172,16 @@ class RoverPolicy:
                 f"the model expects state size, width, height {found}; this runtime builds "
                 f"{expected}: export it with a matching rovertrain"
             )
+        self.frame_history = spec.frame_history
+        if self.frame_history not in (1, FRAME_HISTORY):
+            raise PolicyFileError(
+                f"the model stacks {self.frame_history} frames; this runtime runs 1 or "
+                f"{FRAME_HISTORY}: export it with a matching rovertrain"
+            )
         self.roles = spec.roles
         self.steering_deadband = spec.steering_deadband
+        # The previous tick's model picture (HWC) and its tick time, for the frame history.
+        self.previous: tuple[float, np.ndarray] | None = None
         # Supervised driving (`engage`): whether the policy drives now, and how often a
         # person took the rover back since `load` or `reset`.
         self.engaged = False
@@ -209,6 +224,7 @@ class RoverPolicy:
         self.tracker.reset()
         self.executing = None
         self.pending_execution = []
+        self.previous = None
         self.engaged = False
         self.take_overs = 0
 
@@ -247,11 +263,31 @@ class RoverPolicy:
             self.pending_execution.append((float(t_ms), executed if role == "movement" else None))
         return known
 
+    def previous_is_one_tick_before(self, t_ms: float) -> bool:
+        """The last picture was given one tick before `t_ms`: between half a tick and a tick
+        and a half earlier (a rover's clock is never exactly 100 ms apart)."""
+        if self.previous is None:
+            return False
+        gap = t_ms - self.previous[0]
+        return 0.5 * self.tick_ms < gap <= 1.5 * self.tick_ms
+
     def inputs(self, frame: np.ndarray, t_ms: float) -> tuple[np.ndarray, np.ndarray]:
-        """(uint8 1×C×H×W image, float32 1×S state) for this tick; advances the tracker."""
-        image = prepare_frame(frame, self.rotation).transpose(2, 0, 1)[None]
+        """(uint8 1×C×H×W image, float32 1×S state) for this tick; advances the tracker.
+
+        With a frame history of 2 the channels are this tick's picture, then the previous
+        tick's: the one `tick` saw one tick earlier (`previous_is_one_tick_before`), else this
+        one again (the first tick, or after a missed tick: as at the start of a recording, no
+        motion is shown)."""
         state = self.tracker.state_at(t_ms)[None]
-        return np.ascontiguousarray(image), state
+        picture = prepare_frame(frame, self.rotation)
+        stacked = picture
+        if self.frame_history > 1:
+            earlier = picture
+            if self.previous is not None and self.previous_is_one_tick_before(t_ms):
+                earlier = self.previous[1]
+            self.previous = (float(t_ms), picture)
+            stacked = np.concatenate([picture, earlier], axis=2)
+        return np.ascontiguousarray(stacked.transpose(2, 0, 1)[None]), state
 
     def tick(self, frame: np.ndarray, t_ms: float) -> Decision:
         """The decision for the window [t_ms, t_ms + tick) from this frame and the commands

@@ -145,8 +145,8 @@ class CopycatAfter:
 
 class PolicyAfter:
     """The policy ticking every `tick_ms` with the observation (grey when blind): in the
-    shadow during the hand-over (as a rover's loop ticks while a person drives: the decisions
-    are computed and not sent), then sending what it decides."""
+    shadow during the hand-over (as a rover's loop ticks while a person drives, so the policy
+    has its previous frame when it takes over), then sending what it decides."""
 
     def __init__(self, policy: TickPolicy, blind: bool):
         self.policy = policy
