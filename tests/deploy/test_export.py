@@ -23,8 +23,8 @@ from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, load_recording, read_command_log
+from rovertrain.data.session_read import model_pictures
 from rovertrain.data.windows import label_windows
-from rovertrain.deploy.parity_windows import with_previous
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
 
@@ -200,7 +200,7 @@ def test_streaming_a_recording_matches_training_and_torch(
         windows = training_windows(synth_data, session_id, tmp_path)
         np.testing.assert_array_equal(streamed["ticks"], windows["ticks"])
         # Each tick's frame, then the previous tick's: what training stacks from the cache.
-        pictures = with_previous(windows["frames"], np.arange(len(windows["frames"])))
+        pictures = model_pictures(windows["frames"], np.arange(len(windows["frames"])))
         np.testing.assert_array_equal(streamed["images"], pictures)
         np.testing.assert_array_equal(streamed["states"], windows["states"])
         with torch.inference_mode():
@@ -252,7 +252,7 @@ def test_real_videos_stream_to_the_training_frames(
         images.append(decision.image[0].transpose(1, 2, 0))
         streamed_states.append(decision.state[0])
         probabilities.append([decision.probability[t] for t in policy.types])
-    pictures = with_previous(frames[:limit], np.arange(limit))
+    pictures = model_pictures(frames[:limit], np.arange(limit))
     np.testing.assert_array_equal(np.stack(images), pictures)
     np.testing.assert_array_equal(np.stack(streamed_states), states)
     with torch.inference_mode():

@@ -104,13 +104,18 @@ def empty_windows(capacity: int) -> WindowSet:
     )
 
 
+def model_pictures(frames: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """The model pictures of ticks `chosen` of a session's consecutive tick frames: each
+    tick's frame, then the row before (the first tick's is its own, as at the runtime's first
+    tick), along the channels."""
+    return np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3)
+
+
 def window_chunk(frames: np.ndarray, labels: Labels, indices: list[int]) -> WindowSet:
     """One session's chosen windows, copied out of its memory map."""
     chosen = np.asarray(indices, dtype=np.int64)
     return WindowSet(
-        # A session's windows are consecutive ticks: the previous tick's frame is the row
-        # before (the first window's is its own, as at the runtime's first tick).
-        frames=np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3),
+        frames=model_pictures(frames, chosen),
         states=labels.states[chosen],
         fires=labels.fires[chosen],
         values=labels.values[chosen],

@@ -24,6 +24,7 @@ from rovertrain.contracts.observation import (
     STATE_FEATURES_PER_SLOT,
     TICK_MS,
 )
+from rovertrain.data.session_read import model_pictures
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 from rovertrain.sim.synth import simulate_session
@@ -38,11 +39,6 @@ def _no_windows() -> Windows:
     return np.zeros((0, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), np.uint8), np.zeros(
         (0, SLOTS * STATE_FEATURES_PER_SLOT), np.float32
     )
-
-
-def with_previous(frames: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """The model pictures of ticks `chosen` of a session's consecutive tick frames."""
-    return np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3)
 
 
 def _collector(rendered: list[np.ndarray]) -> Callable[[np.ndarray], None]:
@@ -124,7 +120,7 @@ def held_out_windows(checkpoint: Path, meta: Mapping[str, JsonValue], limit: int
             continue
         usable = (cached.ticks - cached.frame_times <= STALE_FRAME_MS) & ~labels.unsupported
         chosen = np.flatnonzero(usable)[: limit - sum(len(chunk) for chunk in frames)]
-        frames.append(with_previous(np.asarray(cached.frames), chosen))
+        frames.append(model_pictures(np.asarray(cached.frames), chosen))
         states.append(labels.states[chosen])
     if not frames:
         return _no_windows()
