@@ -44,9 +44,15 @@ class Gate:
     )
     minMovementRecall: float = knob(0.5, 0, 1, doc="recall of the movement-role events, at least")
     minPrecision: float = knob(
-        0.5, 0, 1, doc="precision of the fired events over every type, at least"
+        0.5,
+        0,
+        1,
+        doc="precision of the fired events of the stop- and movement-role types, at least (a "
+        "signal such as a horn is reported per type: docs/learning.md)",
     )
-    minRecall: float = knob(0.5, 0, 1, doc="recall of the command events over every type, at least")
+    minRecall: float = knob(
+        0.5, 0, 1, doc="recall of the command events of the stop- and movement-role types, at least"
+    )
     minStopRecall: float = knob(
         0.5,
         0,

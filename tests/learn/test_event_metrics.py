@@ -12,6 +12,7 @@ from rovertrain.learn.metrics import (
     frequency_baselines,
     motion_type_changes,
     natural_frequencies,
+    scored_slots,
 )
 from rovertrain.runtime.state import encode_states, last_values_of, recency_of
 
@@ -48,6 +49,29 @@ def test_event_metrics_counts() -> None:
         "always",
         "frequency",
     ]
+
+
+def test_a_signal_is_scored_per_type_only() -> None:
+    """A horn (role other) predicted in every window until the person sounds it: its own row
+    says so; the overall figures and the baselines count the stop and the drive alone."""
+    schema = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
+    actual = np.zeros((6, SLOTS), dtype=bool)
+    actual[0, 0] = actual[1, 1] = actual[5, 2] = True
+    predicted = np.zeros_like(actual)
+    predicted[0, 0] = predicted[1, 1] = predicted[2, 1] = True
+    predicted[:, 2] = True  # the horn in all six windows, one of them right
+    values = np.zeros((6, SLOTS, VALUES), dtype=np.float32)
+    available = np.zeros((6, SLOTS, VALUES), dtype=bool)
+    frequencies = np.zeros(SLOTS)
+    frequencies[:3] = [0.1, 0.4, 0.2]
+    m = event_metrics(predicted, values, actual, values, available, schema, frequencies)
+    assert (m.positive_actions, m.predicted_actions) == (2, 3)
+    assert m.precision == pytest.approx(2 / 3) and m.recall == 1.0
+    horn = m.per_slot[2]
+    assert (horn.events, horn.predicted, horn.score.precision) == (1, 6, pytest.approx(1 / 6))
+    always = {row.rule: row.score for row in m.baselines}["always"]
+    assert always.precision == pytest.approx(2 / 12)  # stop and drive in every window
+    assert scored_slots(schema).tolist() == [True, True, False]
 
 
 def test_natural_frequencies_per_usable_window() -> None:

@@ -37,6 +37,7 @@ from rovertrain.learn.metrics import (
     EventMetrics,
     Interval,
     natural_frequencies,
+    scored_slots,
     session_f1_interval,
 )
 from rovertrain.learn.policy import Policy
@@ -136,7 +137,7 @@ def gate_evaluation(
         predictions.probabilities[:done] >= threshold,
         validation.fires[:done].astype(bool),
         validation.session[:done],
-        len(scoring.schema),
+        scored_slots(scoring.schema),
     )
     return GateEvaluation(
         gate_status(reasons),
