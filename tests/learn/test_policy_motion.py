@@ -101,3 +101,32 @@ def test_the_value_path_is_told_apart_by_name_also_under_ddp() -> None:
         assert in_value_path(name) == (id(parameter) in own), name
         assert in_value_path("module." + name) == in_value_path(name)
     assert not in_value_path("shared_values.weight")
+
+
+def test_each_clip_group_is_clipped_on_its_own() -> None:
+    """Huge value-path gradients are cut to norm 1 without shrinking the shared part's."""
+    import math
+
+    from rovertrain.learn.policy import in_value_path
+    from rovertrain.learn.train import ClipGroups
+
+    policy = _policy()
+    groups = ClipGroups.of(policy)
+    names = dict(policy.named_parameters())
+    assert len(groups.shared) + len(groups.values) == len(names)
+    assert {id(p) for p in groups.values} == {
+        id(p) for name, p in names.items() if in_value_path(name)
+    }
+    for parameter in groups.shared:
+        parameter.grad = torch.full_like(parameter, 1e-4)
+    for parameter in groups.values:
+        parameter.grad = torch.full_like(parameter, 10.0)
+    shared_before = torch.cat([p.grad.flatten() for p in groups.shared]).norm().item()
+    values_before = torch.cat([p.grad.flatten() for p in groups.values]).norm().item()
+    assert shared_before < 1.0 < values_before
+    norm = groups.clip(1.0)
+    assert math.isclose(norm, math.hypot(shared_before, values_before), rel_tol=1e-5)
+    shared_after = torch.cat([p.grad.flatten() for p in groups.shared]).norm().item()
+    values_after = torch.cat([p.grad.flatten() for p in groups.values]).norm().item()
+    assert math.isclose(shared_after, shared_before, rel_tol=1e-6)
+    assert math.isclose(values_after, 1.0, rel_tol=1e-4)
