@@ -73,3 +73,26 @@ def test_disabled_colour_and_shift_leave_the_old_draws() -> None:
     generator = torch.Generator().manual_seed(4)
     augment(images, generator, colour=0.0, shift=0)
     assert torch.equal(torch.rand(1, generator=generator), after_plain)
+
+
+def test_shifting_the_bytes_first_gives_the_same_floats_in_channels_last() -> None:
+    """The map written out in floats, shift last (as the augmentation was first written),
+    against the product's: the same values, and a channels_last result (the model's layout)."""
+    generator = torch.Generator().manual_seed(5)
+    pictures = torch.randint(0, 256, (6, 9, 11, 6), generator=generator, dtype=torch.uint8)
+    images = pictures.permute(0, 3, 1, 2)  # the pool's NHWC bytes seen as N×C×H×W
+    result = augment(images, torch.Generator().manual_seed(6), colour=0.3, shift=3)
+    assert result.is_contiguous(memory_format=torch.channels_last)
+    draws = torch.Generator().manual_seed(6)
+    brightness = (torch.rand(6, 1, 1, 1, generator=draws) - 0.5) * 0.3
+    contrast = 1.0 + (torch.rand(6, 1, 1, 1, generator=draws) - 0.5) * 0.4
+    gains = 1.0 + (torch.rand(6, 3, 1, 1, generator=draws) - 0.5) * 0.3
+    offsets = torch.randint(0, 7, (6, 1), generator=draws).view(-1) - 3
+    pixels = images.float() / 255.0
+    expected = torch.empty_like(pixels)
+    for frame in (slice(0, 3), slice(3, 6)):
+        part = pixels[:, frame]
+        mean = part.mean(dim=(1, 2, 3), keepdim=True)
+        expected[:, frame] = ((part - mean) * contrast + mean + brightness) * gains
+    expected = shift_rows(expected, offsets).clamp(0.0, 1.0)
+    assert torch.allclose(result, expected, atol=1e-5)

@@ -94,38 +94,44 @@ def augment(
     brightness = (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.3
     contrast = 1.0 + (torch.rand(count, 1, 1, 1, generator=generator) - 0.5) * 0.4
     brightness, contrast = brightness[share].to(images.device), contrast[share].to(images.device)
-    # Contrast around each frame's own mean (the history's frames are pictures of their own).
-    history = images.shape[1] // OBS_CHANNELS
-    pixels = images.float()
-    per_frame = pixels.mean(dim=(2, 3)).view(len(pixels), history, OBS_CHANNELS).mean(dim=2)
-    mean = per_frame.repeat_interleave(OBS_CHANNELS, dim=1)[:, :, None, None] * (1.0 / 255.0)
-    # Every step is one affine map per image and channel: x * scale + offset, applied in
-    # place. A batch of 6-channel floats is megabytes; each temporary costs page faults and
-    # the channels_last layout must be kept (a reshape copies).
-    scale = contrast * (1.0 / 255.0)
-    offset = mean * (1.0 - contrast) + brightness
+    gains = None
     if colour > 0:
         # One gain per colour, the same for every frame of the history (one camera).
         gains = 1.0 + (torch.rand(count, OBS_CHANNELS, 1, 1, generator=generator) - 0.5) * colour
-        gains = gains[share].repeat(1, history, 1, 1).to(images.device)
-        scale, offset = scale * gains, offset * gains
-    result = pixels.mul_(scale).add_(offset)
+    offsets = None
     if shift > 0:
         offsets = torch.randint(0, 2 * shift + 1, (count, 1), generator=generator)[share] - shift
-        result = shift_rows(result, offsets.to(images.device).view(-1))
-    return result.clamp_(0.0, 1.0)
+    # Contrast around each frame's own mean (the history's frames are pictures of their own),
+    # taken before the shift repeats an edge.
+    history = images.shape[1] // OBS_CHANNELS
+    means = images.mean(dim=(2, 3), dtype=torch.float32)
+    per_frame = means.view(len(images), history, OBS_CHANNELS).mean(dim=2)
+    mean = per_frame.repeat_interleave(OBS_CHANNELS, dim=1)[:, :, None, None] * (1.0 / 255.0)
+    # Every step is one affine map per image and channel: x * scale + offset. The shift only
+    # moves pixels, so it is done first, on the bytes (a quarter of the floats' memory); the
+    # map then converts and scales in one pass. A batch of 6-channel floats is megabytes:
+    # each temporary costs page faults, and a reshape out of channels_last copies.
+    scale = contrast * (1.0 / 255.0)
+    offset = mean * (1.0 - contrast) + brightness
+    if gains is not None:
+        gains = gains[share].repeat(1, history, 1, 1).to(images.device)
+        scale, offset = scale * gains, offset * gains
+    if offsets is not None:
+        images = shift_rows(images, offsets.to(images.device).view(-1))
+    return torch.mul(images, scale).add_(offset).clamp_(0.0, 1.0)
 
 
 def shift_rows(images: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-    """images N×C×H×W moved vertically, edges repeated: output row y of image n is input row
-    y + offsets[n], clamped to the picture."""
+    """images N×C×H×W (channels_last) moved vertically, edges repeated: output row y of image
+    n is input row y + offsets[n], clamped to the picture. The result is channels_last."""
     count, _, height, _ = images.shape
     rows = (torch.arange(height, device=images.device)[None, :] + offsets[:, None]).clamp_(
         0, height - 1
     )
     batch = torch.arange(count, device=images.device)[:, None]
-    # Advanced indexing with the channel slice between the indices puts rows first: N×H×C×W.
-    return images[batch, :, rows].permute(0, 2, 1, 3)
+    # Gathered on the N×H×W×C view, each row's pixels stay one contiguous run: N×H×W×C out,
+    # which is an N×C×H×W tensor in the channels_last layout.
+    return images.permute(0, 2, 3, 1)[batch, rows].permute(0, 3, 1, 2)
 
 
 def drop_value_history(
