@@ -1,7 +1,9 @@
 """Training throughput of rovertrain's loop vs a bare PyTorch loop (same model, batch, threads).
 
-Prints the ratio of examples/s; the requirement is >= 0.9. Also reports bytes per window of the
-sample pool. Run: `make bench` (or `.venv/bin/python bench/bench_training.py`).
+Prints the ratio of examples/s; the requirement is >= 0.9. The product's side is its own
+`training_step` with the default job's settings (augmentation included); the bare side has no
+augmentation and one loss, the floor of what a training step can cost. Also reports bytes per
+window of the sample pool. Run: `make bench` (or `.venv/bin/python bench/bench_training.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from rovertrain.contracts.observation import (
     STATE_FEATURES_PER_SLOT,
 )
 from rovertrain.data.dataset import WindowSet
-from rovertrain.job.config import parse_job
-from rovertrain.job.steps import uses_bf16
-from rovertrain.learn.batches import augment, batch_tensors
-from rovertrain.learn.losses import loss_setup, losses, values_loss
+from rovertrain.job.config import Config, parse_job
+from rovertrain.job.steps import hyperparameters
+from rovertrain.learn.losses import loss_setup
 from rovertrain.learn.policy import Policy
+from rovertrain.learn.train import ClipGroups, TrainingPlan, build_optimizer, training_step
 
 THREADS, BATCH, STEPS, WINDOWS = 2, 64, 60, 4096
 
@@ -45,26 +47,27 @@ def make_pool(count: int) -> WindowSet:
     )
 
 
-def rovertrain_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
-    """The product's step: index the compact pool (this tick's and the previous tick's frames),
-    augment, autocast as configured, both value losses, AdamW."""
+def rovertrain_loop(pool: WindowSet, steps: int, config: Config) -> float:
+    """The product's own training step (`learn.train.training_step`) with the default job's
+    settings: the compact pool's two pictures, colour and shift augmentation, the state's
+    augmentation, both value losses, the two clip groups, AdamW, precision as resolved."""
+    hyper = hyperparameters(config)
     model = Policy().to(memory_format=torch.channels_last)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    setup = loss_setup(pool, initial_schema())
+    optimizer = build_optimizer(model, hyper.optimisation)
+    weights = config.loss
+    setup = loss_setup(
+        pool, initial_schema(), weights.resendValueWeight, weights.typeChangeEventWeight
+    )
+    plan = TrainingPlan(pool, setup, hyper, seed=0, start_steps=0, start_examples=0,
+                        deadline_seconds=float("inf"))  # fmt: skip
     generator = torch.Generator().manual_seed(0)
+    groups = ClipGroups.of(model)
     order = torch.randperm(len(pool), generator=generator).numpy()
+    model.train()
     started = time.perf_counter()
     for step in range(steps):
         chosen = np.sort(order[(step * BATCH) % len(pool) :][:BATCH])
-        batch = batch_tensors(pool, chosen)
-        images = augment(batch.images, generator).contiguous(memory_format=torch.channels_last)
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits, values, shared = model(images, batch.states, auxiliary=True)
-        event_loss, value_loss = losses(logits, values, batch, setup)
-        (event_loss + value_loss + values_loss(shared, batch, setup)).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        training_step(model, optimizer, plan, chosen, generator, step + 1, groups)
     return steps * BATCH / (time.perf_counter() - started)
 
 
@@ -90,14 +93,14 @@ def bare_loop(pool: WindowSet, steps: int, bf16: bool) -> float:
 def main() -> None:
     torch.set_num_threads(THREADS)
     pool = make_pool(WINDOWS)
-    parse_job({"root": "/x", "sessions": []})
-    bf16 = uses_bf16("auto")
+    config = parse_job({"root": "/x", "sessions": []}).config
+    bf16 = hyperparameters(config).bf16
     for warm in (True, False):
         bare_loop(pool, 5, warm)  # warm-up
-    rovertrain_loop(pool, 5, bf16)
+    rovertrain_loop(pool, 5, config)
     bare = {name: bare_loop(pool, STEPS, flag) for name, flag in (("bf16", True), ("fp32", False))}
     fastest = max(bare, key=lambda name: bare[name])
-    ours = rovertrain_loop(pool, STEPS, bf16)
+    ours = rovertrain_loop(pool, STEPS, config)
     print(
         f"threads={THREADS} batch={BATCH} steps={STEPS} cpu={torch.backends.cpu.get_cpu_capability()}"
     )
