@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rovertrain.deploy.tick_log import tick_rows, write_ticks
 from rovertrain.runtime.policy import Decision
@@ -55,4 +56,11 @@ def test_the_file_is_whole_or_absent(tmp_path: Path) -> None:
         {"t": 0.0},
         {"t": 100.0},
     ]
-    assert not (tmp_path / "ticks.ndjson.partial").exists()
+    assert [entry.name for entry in tmp_path.iterdir()] == ["ticks.ndjson"]  # no temporary
+
+
+def test_a_row_that_is_not_json_leaves_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "ticks.ndjson"
+    with pytest.raises(TypeError):
+        write_ticks(path, [{"t": 0.0}, {"t": object()}])
+    assert list(tmp_path.iterdir()) == []
