@@ -447,3 +447,11 @@ def test_the_runtime_wheel_drives_an_exported_policy_without_torch_av_or_click(
         assert seen["send"] == decision.send
         for kind, p in decision.probability.items():
             assert abs(seen["p"][kind] - p) < 1e-6
+
+
+def test_export_says_nothing_about_torchvision(exported: dict[str, Any]) -> None:
+    """The exporter's notice that torchvision is missing (operators the policy never uses)
+    is not shown; the export's own line is."""
+    stderr = exported["result"].stderr
+    assert "torchvision" not in stderr
+    assert "exported" in stderr

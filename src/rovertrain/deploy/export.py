@@ -14,10 +14,11 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import shutil
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,6 +114,23 @@ def runtime_specification(
         ) from None
 
 
+TORCHVISION_NOTICES = "torch.onnx._internal.exporter._registration"
+"""The exporter's logger that warns, once per operator, that torchvision is not installed:
+rovertrain's policy uses none of torchvision's operators, so the notice is only noise."""
+
+
+@contextlib.contextmanager
+def _quieter(name: str, level: int) -> Iterator[None]:
+    """The logger `name` shows only records of `level` and above while inside."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
 def export_onnx(model: Policy) -> bytes:
     """The whole Policy as ONNX: uint8 images and float32 states in, logits and values out."""
     import torch
@@ -128,7 +146,11 @@ def export_onnx(model: Policy) -> bytes:
     images = torch.zeros(2, MODEL_CHANNELS, OBS_HEIGHT, OBS_WIDTH, dtype=torch.uint8)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     batch = torch.export.Dim("batch", min=1, max=65536)
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        _quieter(TORCHVISION_NOTICES, logging.ERROR),
+    ):
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
             model,
