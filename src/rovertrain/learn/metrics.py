@@ -268,13 +268,14 @@ def event_metrics(
     predicted = every_predicted & scored
     actual = every_actual & scored
     true_positive = predicted & actual
+    every_hit = every_predicted & every_actual
     every_mask = available[:, :slots] & every_actual[:, :, None]
-    mask = every_mask & scored[None, :, None]
+    mask = available[:, :slots] & actual[:, :, None]
     errors = (predicted_values[:, :slots] - target_values[:, :slots]) ** 2
     per_slot = []
     hits = {"stop": [0, 0], "movement": [0, 0]}  # role -> [actual, true positives]
     for index, slot in enumerate(schema):
-        tp = int((every_predicted[:, index] & every_actual[:, index]).sum())
+        tp = int(every_hit[:, index].sum())
         n_actual = int(every_actual[:, index].sum())
         n_predicted = int(every_predicted[:, index].sum())
         slot_mask = every_mask[:, index]

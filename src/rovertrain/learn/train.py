@@ -163,7 +163,7 @@ class ClipGroups:
     """The parameters whose gradients are clipped each on its own: the shared encoder with the
     event trunk, and the value head's own path. The shared part then learns exactly as the
     one-head policy did, whatever the value path's gradients (docs/learning.md). Split once
-    per run: walking the model's names every step cost about 1 ms of a 70 ms step."""
+    per run: the groups never change, so the training step does not walk the names again."""
 
     shared: tuple[torch.nn.Parameter, ...]
     values: tuple[torch.nn.Parameter, ...]
