@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.learn.metrics import (
@@ -77,7 +79,29 @@ def test_a_signal_is_scored_per_type_only() -> None:
 def test_natural_frequencies_per_usable_window() -> None:
     frequencies = natural_frequencies(200, np.array([10, 50, 0]))
     assert frequencies.tolist() == [0.05, 0.25, 0.0]
-    assert natural_frequencies(0, np.array([3])).tolist() == [3.0]
+    assert natural_frequencies(0, np.array([0])).tolist() == [0.0]
+    # More windows than there are is a count of commands, not of windows.
+    with pytest.raises(ValueError, match=r"outside 0\.\.200"):
+        natural_frequencies(200, np.array([10, 201]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+    st.integers(0, 2**16),
+)
+def test_the_baselines_are_scores_whatever_the_frequencies(
+    windows: int, frequencies: list[float], seed: int
+) -> None:
+    actual = np.random.default_rng(seed).random((windows, 2)) < 0.6
+    for row in frequency_baselines(actual, np.array(frequencies)):
+        assert 0.0 <= row.score.precision <= 1.0 and 0.0 <= row.score.recall <= 1.0, row
+
+
+def test_the_baselines_refuse_a_rate_that_is_no_probability() -> None:
+    with pytest.raises(ValueError, match="not probabilities per window"):
+        frequency_baselines(np.ones((4, 1), dtype=bool), np.array([1.06]))
 
 
 def _history(elapsed: list[list[float]], last: list[list[float]]) -> np.ndarray:

@@ -95,12 +95,15 @@ class Dataset:
     def of_partition(self, partition: Partition) -> list[SessionResult]:
         return [result for result in self.sessions if result.partition is partition]
 
-    def natural_command_counts(self) -> tuple[int, np.ndarray]:
-        """Usable training windows and command events per slot, before any sampling."""
+    def natural_command_windows(self) -> tuple[int, np.ndarray]:
+        """Usable training windows, and per slot those a person's command of the type lands in
+        (the windows it is the target of), before any sampling. A window is one target however
+        many commands land in it: a teleop page sending every 20 ms fills each window with
+        five, and counting commands would make a rate above one window in one."""
         training = self.of_partition(Partition.TRAINING)
         counts = np.zeros(SLOTS)
         for result in training:
-            counts += np.asarray(result.labels.command_event_counts, dtype=np.float64)
+            counts[: len(result.command_windows)] += result.command_windows
         return sum(result.usable_windows for result in training), counts
 
     def rows(self) -> list[dict[str, Any]]:

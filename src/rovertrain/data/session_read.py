@@ -135,6 +135,7 @@ class SessionResult:
     labels: LabelSummary
     windows: int
     usable_windows: int
+    command_windows: tuple[int, ...]  # per slot: usable windows whose target is the type
     invalid_command_lines: int
     dropped_command_lines: dict[str, int]
     clipped_command_values: int
@@ -155,6 +156,7 @@ class SessionResult:
             **self.labels.to_json(),
             "windows": self.windows,
             "usableWindows": self.usable_windows,
+            "commandWindows": list(self.command_windows),
             "invalidCommandLines": self.invalid_command_lines,
             "droppedCommandLines": self.dropped_command_lines,
             "clippedCommandValues": self.clipped_command_values,
@@ -323,6 +325,7 @@ def session_outcome(
         labels=summary(labels),
         windows=len(labels.category),
         usable_windows=len(labelled.usable),
+        command_windows=tuple(int(n) for n in labels.fires[labelled.usable].sum(axis=0)),
         invalid_command_lines=log.invalid_lines,
         dropped_command_lines=dict(log.dropped),
         clipped_command_values=log.clipped_values,

@@ -51,7 +51,7 @@ METHOD = "Isolated held-out 100 ms events; no temporal latch or physical rollout
 
 
 def scoring_for(job: Job, dataset: Dataset) -> Scoring:
-    usable, counts = dataset.natural_command_counts()
+    usable, counts = dataset.natural_command_windows()
     return Scoring(
         schema=dataset.schema,
         threshold=job.actionThreshold,
@@ -62,13 +62,13 @@ def scoring_for(job: Job, dataset: Dataset) -> Scoring:
 
 def held_out_support(dataset: Dataset) -> HeldOutSupport:
     held = dataset.of_partition(Partition.HELD_OUT)
-    _, trained_events = dataset.natural_command_counts()
+    _, trained_windows = dataset.natural_command_windows()
     stop_slots = [index for index, slot in enumerate(dataset.schema) if is_stop(slot)]
     return HeldOutSupport(
         sessions=len(held),
         unsupported_command_events=sum(r.labels.unsupported_command_events for r in held),
         unsupported_windows=sum(r.labels.unsupported_windows for r in held),
-        stops_recorded=any(trained_events[index] > 0 for index in stop_slots),
+        stops_recorded=any(trained_windows[index] > 0 for index in stop_slots),
         autonomous_windows=sum(r.labels.autonomous_windows for r in held),
     )
 
