@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from rovertrain.learn.batches import augment, shift_rows
+from rovertrain.learn.batches import affine_rows, augment, shift_rows
 
 
 def test_shift_rows_moves_pixels_and_repeats_edges() -> None:
@@ -96,3 +96,25 @@ def test_shifting_the_bytes_first_gives_the_same_floats_in_channels_last() -> No
         expected[:, frame] = ((part - mean) * contrast + mean + brightness) * gains
     expected = shift_rows(expected, offsets).clamp(0.0, 1.0)
     assert torch.allclose(result, expected, atol=1e-5)
+
+
+def test_the_row_wise_map_is_the_broadcast_map_bit_for_bit() -> None:
+    """`affine_rows` spreads the per-channel factors over a picture row for speed: the same
+    float32 products and sums as the plain broadcast, for a factor per image or per channel."""
+    generator = torch.Generator().manual_seed(7)
+    pictures = torch.randint(0, 256, (5, 7, 9, 6), generator=generator, dtype=torch.uint8)
+    images = pictures.permute(0, 3, 1, 2)  # channels_last, as the pool's batches are
+    offset = torch.rand(5, 6, 1, 1, generator=generator) - 0.5
+    for scale in (torch.rand(5, 1, 1, 1, generator=generator), torch.rand(5, 6, 1, 1)):
+        result = affine_rows(images, scale, offset)
+        assert result.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(result, torch.mul(images, scale).add_(offset).clamp_(0.0, 1.0))
+
+
+def test_shift_rows_reads_either_layout_alike() -> None:
+    images = torch.randint(0, 256, (4, 6, 8, 5), dtype=torch.uint8)
+    offsets = torch.tensor([-2, 0, 3, 9])
+    plain = shift_rows(images, offsets)
+    channels_last = shift_rows(images.contiguous(memory_format=torch.channels_last), offsets)
+    assert torch.equal(plain, channels_last)
+    assert torch.equal(plain[3], images[3, :, -1:].expand(6, 8, 5))  # past the edge: last row
