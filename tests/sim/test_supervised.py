@@ -21,27 +21,41 @@ from rovertrain.contracts.command_schema import HUMAN, POLICY, initial_schema
 from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.sim.field_drive import supervised_rollout
 from rovertrain.sim.rollout import rollout
-from rovertrain.sim.supervised import OBSTACLE, OFFSET, STALL, Envelope, breach, may_hand_back
+from rovertrain.sim.supervised import (
+    CRAWL,
+    OBSTACLE,
+    OFFSET,
+    STALL,
+    Envelope,
+    ProgressWindow,
+    breach,
+    may_hand_back,
+)
 
 ENVELOPE = Envelope()
 
 
 @pytest.mark.parametrize(
-    ("offset", "drift", "moving", "ahead", "rest_ms", "expected"),
+    ("offset", "drift", "moving", "ahead", "rest_ms", "progress", "expected"),
     [
-        (0.0, 0.0, True, None, 0.0, None),
-        (1.05, 0.0, True, None, 0.0, OFFSET),
-        (-1.05, 0.0, False, None, 0.0, OFFSET),
-        (0.8, 0.8, True, None, 0.0, OFFSET),  # at 1.04 in 300 ms: the person sees it coming
-        (0.8, 0.6, True, None, 0.0, None),
-        (0.95, 0.0, True, None, 0.0, None),
-        (1.05, -2.0, True, None, 0.0, OFFSET),  # off now, whatever it is about to do
-        (0.0, 0.0, True, 2.0, 0.0, OBSTACLE),
-        (0.0, 0.0, True, 3.0, 0.0, None),  # the person still expects the policy to stop
-        (0.0, 0.0, False, 2.0, 9_000.0, None),  # at rest before an obstacle: waiting
-        (0.0, 0.0, False, None, 8_000.0, STALL),
-        (0.0, 0.0, False, 10.0, 8_000.0, STALL),  # the obstacle is far: nothing to wait for
-        (0.0, 0.0, False, None, 7_900.0, None),  # a pause as long as a person's
+        (0.0, 0.0, True, None, 0.0, None, None),
+        (1.05, 0.0, True, None, 0.0, None, OFFSET),
+        (-1.05, 0.0, False, None, 0.0, None, OFFSET),
+        (0.8, 0.8, True, None, 0.0, None, OFFSET),  # at 1.04 in 300 ms: the person sees it coming
+        (0.8, 0.6, True, None, 0.0, None, None),
+        (0.95, 0.0, True, None, 0.0, None, None),
+        (1.05, -2.0, True, None, 0.0, None, OFFSET),  # off now, whatever it is about to do
+        (0.0, 0.0, True, 2.0, 0.0, None, OBSTACLE),
+        (0.0, 0.0, True, 3.0, 0.0, None, None),  # the person still expects the policy to stop
+        (0.0, 0.0, False, 2.0, 9_000.0, None, None),  # at rest before an obstacle: waiting
+        (0.0, 0.0, False, None, 8_000.0, None, STALL),
+        (0.0, 0.0, False, 10.0, 8_000.0, None, STALL),  # the obstacle is far: nothing to wait for
+        (0.0, 0.0, False, None, 7_900.0, None, None),  # a pause as long as a person's
+        (0.0, 0.0, True, None, 0.0, 4.9, CRAWL),  # stop-go: 10 s, under 5 m
+        (0.0, 0.0, False, None, 300.0, 2.0, CRAWL),
+        (0.0, 0.0, True, None, 0.0, 5.0, None),
+        (0.0, 0.0, True, None, 0.0, 22.0, None),  # cruising
+        (0.0, 0.0, False, None, 8_000.0, 0.0, STALL),  # the first condition broken
     ],
 )
 def test_the_envelope_s_conditions(
@@ -50,9 +64,39 @@ def test_the_envelope_s_conditions(
     moving: bool,
     ahead: float | None,
     rest_ms: float,
+    progress: float | None,
     expected: str | None,
 ) -> None:
-    assert breach(offset, drift, moving, ahead, rest_ms, ENVELOPE) == expected
+    assert breach(offset, drift, moving, ahead, rest_ms, progress, ENVELOPE) == expected
+
+
+def test_progress_is_measured_over_the_window_once_a_stretch_is_that_long() -> None:
+    window = ProgressWindow(10_000.0)
+    for t in range(0, 10_000, 10):  # 0.5 m/s, a creep
+        window.note(float(t), t / 2_000.0)
+    assert window.metres() is None  # 9.99 s: not yet a window
+    window.note(10_000.0, 5.0)
+    assert window.metres() == pytest.approx(5.0)
+    for t in range(10_010, 15_000, 10):  # then at rest
+        window.note(float(t), 5.0)
+    # Over the last 10 s (from 4.99 s): the rest of the creep only.
+    assert window.metres() == pytest.approx(5.0 - 4_990 / 2_000.0)
+    window.restart()  # an obstacle close ahead: a new stretch
+    window.note(15_000.0, 5.0)
+    assert window.metres() is None
+
+
+@given(st.lists(st.floats(0.0, 3.0), min_size=1, max_size=400))
+def test_progress_is_the_way_driven_in_the_last_window(speeds: list[float]) -> None:
+    window, s, positions = ProgressWindow(1_000.0), 0.0, []
+    for tick, speed in enumerate(speeds):
+        s += speed * 0.01
+        positions.append(s)
+        window.note(tick * 10.0, s)
+    if len(speeds) <= 100:
+        assert window.metres() is None
+    else:
+        assert window.metres() == pytest.approx(positions[-1] - positions[-101], abs=1e-9)
 
 
 def test_the_person_hands_back_only_a_corrected_moving_rover_with_nothing_ahead() -> None:
@@ -152,7 +196,75 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     # From the commands, as a job reads the recording: the window of the operator's opening
     # command is the person's, the policy's time starts with the next one.
     assert figures.supervised_seconds == pytest.approx(59.9)
-    assert figures.reasons == {OFFSET: len(take_overs), OBSTACLE: 0, STALL: 0}
+    assert figures.reasons == {OFFSET: len(take_overs), OBSTACLE: 0, STALL: 0, CRAWL: 0}
+
+
+@dataclass
+class StutterDecision:
+    go: bool
+    values: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {"stop": {}, "drive": {"speed": 0.5, "turn": 0.0}}
+    )
+
+    @property
+    def send(self) -> dict[str, bool]:
+        return {"stop": not self.go, "drive": self.go}
+
+
+@dataclass
+class StutterPolicy(VeeringPolicy):
+    """Stop-go on the centre line: drives one tick in five (0.2 m each, 4 m in 10 s)."""
+
+    ticks: int = 0
+
+    def tick(self, frame: Any, t_ms: float) -> StutterDecision:  # type: ignore[override]
+        self.ticks += 1
+        return StutterDecision(go=self.ticks % 5 == 0)
+
+
+def test_the_person_takes_over_a_stop_go_policy_that_never_leaves_its_lane() -> None:
+    policy = StutterPolicy()
+    metrics, _, log = supervised_rollout("corridor", 1, policy, 30.0, ENVELOPE)
+    crawls = [event for event in log.take_overs if event.reason == CRAWL]
+    assert crawls, log.interventions
+    # The first after 10 s of the policy's own driving (its first tick is at 0).
+    assert ENVELOPE.crawl_ms <= crawls[0].t_ms < ENVELOPE.crawl_ms + 200.0
+    assert metrics.field_figures is not None
+    assert metrics.field_figures.reasons is not None
+    assert metrics.field_figures.reasons[CRAWL] == len(crawls)
+
+
+def least_unobstructed_progress(world: str, seed: int, window_ms: float) -> float:
+    """The human model's least way driven over any `window_ms` with nothing within
+    REST_RANGE ahead, on field seed `seed` (60 s)."""
+    from rovertrain.sim.rollout import run_controller
+    from rovertrain.sim.world import REST_RANGE
+    from rovertrain.sim.worlds import FIELD, rollout_scenario
+
+    scenario = rollout_scenario(world, seed, FIELD)
+    ahead: list[float | None] = []
+    trace = run_controller(
+        scenario.world,
+        scenario.human,
+        60.0,
+        after_move=lambda w: ahead.append(w.obstacle_distance()),
+    )
+    blocked = [d is not None and 0.0 <= d <= REST_RANGE for d in ahead]
+    ticks = int(window_ms / 10)
+    ways = [
+        trace.s[end] - trace.s[end - ticks]
+        for end in range(ticks, len(trace.s))
+        if not any(blocked[end - ticks : end + 1])
+    ]
+    return min(ways, default=math.inf)
+
+
+@pytest.mark.parametrize("world", ["road", "warehouse", "corridor"])
+def test_the_human_model_never_crawls(world: str) -> None:
+    """The envelope's `crawl` line sits well below the person's own least progress."""
+    least = min(least_unobstructed_progress(world, seed, ENVELOPE.crawl_ms) for seed in range(20))
+    assert math.isfinite(least)
+    assert least >= 1.4 * ENVELOPE.crawl_metres, least
 
 
 @pytest.fixture(scope="module")
