@@ -3,6 +3,7 @@ figures, the human model taking over and handing back, and the recordings it wri
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import shutil
@@ -238,7 +239,7 @@ def least_unobstructed_progress(world: str, seed: int, window_ms: float) -> floa
     """The human model's least way driven over any `window_ms` with nothing within
     REST_RANGE ahead, on field seed `seed` (60 s)."""
     from rovertrain.sim.rollout import run_controller
-    from rovertrain.sim.world import REST_RANGE
+    from rovertrain.sim.world import within_rest_range
     from rovertrain.sim.worlds import FIELD, rollout_scenario
 
     scenario = rollout_scenario(world, seed, FIELD)
@@ -249,12 +250,12 @@ def least_unobstructed_progress(world: str, seed: int, window_ms: float) -> floa
         60.0,
         after_move=lambda w: ahead.append(w.obstacle_distance()),
     )
-    blocked = [d is not None and 0.0 <= d <= REST_RANGE for d in ahead]
+    blocked = list(itertools.accumulate((within_rest_range(d) for d in ahead), initial=0))
     ticks = int(window_ms / 10)
-    ways = [
+    ways = [  # windows with no blocked tick (prefix sums of blocked ticks)
         trace.s[end] - trace.s[end - ticks]
         for end in range(ticks, len(trace.s))
-        if not any(blocked[end - ticks : end + 1])
+        if blocked[end + 1] == blocked[end - ticks]
     ]
     return min(ways, default=math.inf)
 

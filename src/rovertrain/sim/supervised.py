@@ -31,7 +31,7 @@ from rovertrain.sim.drivers import (
     TickPolicy,
     commands_from_decision,
 )
-from rovertrain.sim.world import METRES_PER_SPEED, REST_RANGE, World
+from rovertrain.sim.world import METRES_PER_SPEED, REST_RANGE, World, within_rest_range
 
 OFFSET, OBSTACLE, STALL, CRAWL = "offset", "obstacle", "stall", "crawl"
 REASONS = (OFFSET, OBSTACLE, STALL, CRAWL)
@@ -235,7 +235,7 @@ class SupervisedDriver:
                 return []
             return self.observed(self.human.act(world, camera))
         rest_ms = 0.0 if self.rest_since is None else t - self.rest_since
-        if ahead is not None and 0.0 <= ahead <= REST_RANGE:
+        if within_rest_range(ahead):
             self.progress.restart()  # something to wait for: a new stretch after it
         else:
             self.progress.note(t, pose.s)

@@ -46,6 +46,11 @@ CONTACT_HALF_WIDTH = 0.5
 """Reaching the obstacle with |offset| below this is a collision; above it, passing beside."""
 
 
+def within_rest_range(ahead: float | None) -> bool:
+    """An obstacle `ahead` metres on (None: none) is close enough to come to rest for."""
+    return ahead is not None and 0.0 <= ahead <= REST_RANGE
+
+
 class Track(Protocol):
     def curvature(self, s: float) -> float:
         """Curvature of the centre line at distance `s` (turn units: what `turn` must match)."""
@@ -225,7 +230,7 @@ class World:
         obstacle = self.obstacle
         if obstacle is None or self.moving or obstacle.clear_at is not None:
             return
-        if 0.0 <= obstacle.at - self.pose.s <= REST_RANGE:
+        if within_rest_range(obstacle.at - self.pose.s):
             obstacle.rested_ms = self.t_ms
             obstacle.clear_at = self.t_ms + self.events_rng.uniform(*self.rules.clear_ms)
 
