@@ -44,8 +44,14 @@ def test_targets_state_and_categories() -> None:
     assert np.isclose(state[2, drive, 5], 0.1 / 1000)
     # A command exactly at the tick is not yet in that tick's state.
     assert state[3, 0, 4] == 1.0 and state[4, 0, 4] == 0.0
-    assert np.isclose(state[4, 0, 5], 0.1)
-    assert state[4, 0, 7 + 1] == 1.0  # 100 ms since the stop: bin 1
+    # The drive at 310 supersedes the stop at 300: the stop shows no bin and a short ramp of
+    # 1 (its long ramp still says 100 ms), the drive 90 ms ago.
+    assert state[4, 0, 5] == 1.0 and np.isclose(state[4, 0, 6], 0.01)
+    assert not state[4, 0, 7:].any()
+    assert np.isclose(state[4, drive, 5], 0.09) and state[4, drive, 7] == 1.0
+    # Alone, the stop shows its own time: 100 ms, bin 1.
+    alone = label_windows(ticks, commands[:4], SCHEMA).states.reshape(len(ticks), SLOTS, -1)
+    assert np.isclose(alone[4, 0, 5], 0.1) and alone[4, 0, 7 + 1] == 1.0
 
 
 def test_unsupported_commands_are_counted_not_learned() -> None:

@@ -27,5 +27,13 @@ STATE_FEATURES_PER_SLOT = 4 + 3 + STATE_BINS
 BLIND_GREY = 128
 """The constant picture of a blind baseline: every pixel of every channel at this level."""
 
+SUPERSEDED_WITHOUT_BINS = (
+    "a stop- or movement-role type sent before the last command of another such type shows "
+    "no msSinceLast bin and min(msSinceLast,1000)/1000 as 1"
+)
+"""The policy specification's `input.state.superseded` since policy version 4
+(`runtime.state.superseded_motion`); a model without it was trained on the elapsed times as
+they were."""
+
 INPUT_VERSION = 2
 """2: frames resized by `runtime.frames.prepare_frame` (area average), shared with the rover."""

@@ -13,12 +13,18 @@ from dataclasses import dataclass
 
 from rovertrain.contracts.command_schema import Schema, validate_schema
 from rovertrain.contracts.json_types import JsonObject, JsonValue
+from rovertrain.contracts.observation import SUPERSEDED_WITHOUT_BINS
 
 FORMAT = "rovertrain-runtime/1"
 """manifest.json's format, and runtime.json's for a model of one picture per tick."""
 FRAME_HISTORY_FORMAT = "rovertrain-runtime/2"
 """runtime.json's format for a model stacking earlier pictures (`frameHistory` > 1): a
 runtime from before frame history refuses it at load instead of failing at the first tick."""
+SUPERSEDED_FORMAT = "rovertrain-runtime/3"
+"""runtime.json's format for a model whose state shows superseded stop- and movement-role
+types without their bins (`input.state.superseded`): a runtime from before it would build the state
+the other way, so it refuses the folder at load."""
+FORMATS = (FORMAT, FRAME_HISTORY_FORMAT, SUPERSEDED_FORMAT)
 MODEL_FILE = "model.onnx"
 RUNTIME_FILE = "runtime.json"
 MANIFEST_FILE = "manifest.json"
@@ -88,6 +94,27 @@ class RuntimeSpec:
         return int(_number(history, "input.image.frameHistory"))
 
     @property
+    def superseded_without_bins(self) -> bool:
+        """Whether the state shows a superseded stop- or movement-role type without its bins
+        (`runtime.state.superseded_motion`); False for a policy exported before it."""
+        state = _path(self.policy, "input", "state")
+        encoding = state.get("superseded") if isinstance(state, dict) else None
+        if encoding is None:
+            return False
+        if encoding != SUPERSEDED_WITHOUT_BINS:
+            raise RuntimeSpecError(
+                f"input.state.superseded {encoding!r} is not one this runtime builds"
+            )
+        return True
+
+    @property
+    def format(self) -> str:
+        """The oldest runtime.json format that describes this model (older runtimes refuse it)."""
+        if self.superseded_without_bins:
+            return SUPERSEDED_FORMAT
+        return FRAME_HISTORY_FORMAT if self.frame_history > 1 else FORMAT
+
+    @property
     def slots(self) -> int:
         return int(_number(self.policy.get("slots"), "slots"))
 
@@ -101,9 +128,7 @@ class RuntimeSpec:
 
     def to_json(self) -> JsonObject:
         """runtime.json, in the order people read it: format, the policy, then the rules."""
-        document: JsonObject = {
-            "format": FRAME_HISTORY_FORMAT if self.frame_history > 1 else FORMAT
-        }
+        document: JsonObject = {"format": self.format}
         document.update(self.policy)
         document["threshold"] = self.threshold
         document["steeringDeadband"] = self.steering_deadband
@@ -136,9 +161,9 @@ class RuntimeSpec:
         """Validate a decoded runtime.json; RuntimeSpecError names what is wrong."""
         if not isinstance(document, dict):
             raise RuntimeSpecError("runtime.json must be a JSON object")
-        if document.get("format", FORMAT) not in (FORMAT, FRAME_HISTORY_FORMAT):
+        if document.get("format", FORMAT) not in FORMATS:
             raise RuntimeSpecError(
-                f"format {document.get('format')!r} is not {FORMAT} or {FRAME_HISTORY_FORMAT}"
+                f"format {document.get('format')!r} is not one of {', '.join(FORMATS)}"
             )
         policy: JsonObject = {k: v for k, v in document.items() if k not in _EXPORT_KEYS}
         try:
@@ -171,6 +196,7 @@ class RuntimeSpec:
         )
         # Read every figure the runtime acts on once, so a malformed document fails here.
         _ = (spec.tick_ms, spec.state_size, spec.image_size, spec.frame_history)
+        _ = spec.superseded_without_bins
         return spec
 
 

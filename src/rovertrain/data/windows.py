@@ -27,7 +27,7 @@ from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.field import FieldFigures
 from rovertrain.data.recording import Command
-from rovertrain.runtime.state import encode_states, last_before, value_row
+from rovertrain.runtime.state import encode_states, last_before, motion_slots, value_row
 
 CATEGORY_NONE, CATEGORY_COMMAND, CATEGORY_STOP = 0, 1, 2
 CATEGORY_NAMES = ("none", "command", "stop")
@@ -200,7 +200,8 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         available[:, slot] = np.where(fired[:, None], present[chosen], 0)
         in_span = (times >= ticks_f[0]) & (times < span_end)
         event_counts[slot] = int(in_span.sum())
-    states = encode_states(elapsed, last_values).reshape(count, SLOTS, STATE_FEATURES_PER_SLOT)
+    states = encode_states(elapsed, last_values, motion_slots(schema))
+    states = states.reshape(count, SLOTS, STATE_FEATURES_PER_SLOT)
     stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
     category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
     if stop_slots:

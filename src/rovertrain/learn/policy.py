@@ -23,14 +23,17 @@ from rovertrain.contracts.observation import (
     STATE_FEATURES_PER_SLOT,
     STATE_LONG_MS,
     STATE_SHORT_MS,
+    SUPERSEDED_WITHOUT_BINS,
 )
 
-VERSION = 3
+VERSION = 4
 """Bumped whenever inputs, outputs or architecture change; old resume files become invalid.
 2: the image input stacks the previous tick's frame (`FRAME_HISTORY`).
 3: the value head's own path (the picture's features, the motion between the two frames row
 by row, its own reading of the state); the event head sees this tick's frame and the whole
-state."""
+state.
+4: the state shows a superseded stop- or movement-role type without its 100 ms bins
+(`runtime.state.superseded_motion`; `input.state.superseded` in the specification)."""
 
 VALUE_PATH = ("motion", "value_state", "value_trunk", "values")
 """The value head's own modules. Everything else (the shared encoder, the event trunk and its
@@ -186,6 +189,7 @@ def specification(schema: Schema) -> dict[str, Any]:
                     *(f"msSinceLast in [{b * 100},{b * 100 + 100})" for b in range(STATE_BINS)),
                 ],
                 "commandsStrictlyBeforeTickMs": True,
+                "superseded": SUPERSEDED_WITHOUT_BINS,
             },
             "tickMs": 100,
         },

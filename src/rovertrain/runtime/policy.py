@@ -190,7 +190,7 @@ class RoverPolicy:
         # command before it; None: stopped or nothing sent), and what was sent since.
         self.executing: tuple[str, dict[str, float]] | None = None
         self.pending_execution: list[tuple[float, tuple[str, dict[str, float]] | None]] = []
-        self.tracker = StateTracker(self.schema)
+        self.tracker = StateTracker(self.schema, spec.superseded_without_bins)
         self.rotation = 0
 
     @classmethod

@@ -5,6 +5,15 @@ Per slot (command type in the schema), from the commands sent strictly before th
 `neverSent`, `min(elapsed, 1 s) / 1 s`, `min(elapsed, 10 s) / 10 s` and ten one-hot 100 ms
 bins of the elapsed time. A slot never sent has elapsed = +inf: neverSent 1, ramps 1, no bin.
 
+A superseded slot (`superseded_motion`: a stop- or movement-role type sent before the last
+command of another such type, so not what the rover executes) shows no 100 ms bin and a short
+ramp of 1; its long ramp still says how long ago it was sent, which is how long the rover has
+done what it does now. Why: a person re-sends a stop every keepalive while blocked and only a
+drive ends that, so "the last stop was 400 ms ago" alone predicts the next stop; policies that
+learned it re-sent stop 400 ms after their previous stop even after their own restart, and
+drive 400 ms after their previous drive even after their own stop, and crept stop-go whatever
+the camera showed (docs/learning.md, "A command that re-sends itself").
+
 `encode_states` turns (elapsed, last values) into the vector; `label_windows` (whole
 recordings, vectorised) and `StateTracker` (one command at a time, on the rover) both call it.
 Pure numpy: no torch, no av.
@@ -34,9 +43,29 @@ LONG_RAMP = VALUES + 2
 FIRST_BIN = VALUES + 3
 
 
-def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
+def superseded_motion(elapsed: np.ndarray, motion: np.ndarray) -> np.ndarray:
+    """bool [N, SLOTS]: the stop- and movement-role slots (`motion`, bool [SLOTS]) sent
+    strictly before the newest command among those slots. elapsed: [N, SLOTS] ms (inf: never)."""
+    among = np.where(motion[None, :], elapsed, np.inf)
+    newest = among.min(axis=1, keepdims=True)
+    superseded: np.ndarray = motion[None, :] & np.isfinite(elapsed) & (elapsed > newest)
+    return superseded
+
+
+def motion_slots(schema: Sequence[Slot]) -> np.ndarray:
+    """bool [SLOTS]: the schema's stop- and movement-role slots."""
+    motion = np.zeros(SLOTS, dtype=bool)
+    motion[: len(schema)] = [slot["role"] in ("stop", "movement") for slot in schema]
+    return motion
+
+
+def encode_states(
+    elapsed: np.ndarray, last_values: np.ndarray, motion: np.ndarray | None = None
+) -> np.ndarray:
     """elapsed: float64 [N, SLOTS] ms since the slot's last command (inf: never sent);
-    last_values: float32 [N, SLOTS, VALUES]. Returns float32 [N, SLOTS * FEATURES]."""
+    last_values: float32 [N, SLOTS, VALUES]; motion: bool [SLOTS], the stop- and
+    movement-role slots, whose superseded ones show no bin and a short ramp of 1 (None: none
+    do, the encoding of models exported before it). Returns float32 [N, SLOTS * FEATURES]."""
     count = elapsed.shape[0]
     states = np.zeros((count, SLOTS, STATE_FEATURES_PER_SLOT), dtype=np.float32)
     seen = np.isfinite(elapsed)
@@ -47,6 +76,10 @@ def encode_states(elapsed: np.ndarray, last_values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         bins = np.floor(elapsed / 100.0)
     states[:, :, FIRST_BIN:] = bins[:, :, None] == _BIN_INDEX
+    if motion is not None:
+        superseded = superseded_motion(elapsed, motion)
+        states[:, :, SHORT_RAMP] = np.where(superseded, 1.0, states[:, :, SHORT_RAMP])
+        states[:, :, FIRST_BIN:] = np.where(superseded[:, :, None], 0.0, states[:, :, FIRST_BIN:])
     return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
 
 
@@ -99,11 +132,14 @@ class StateTracker:
     batch labeller's "strictly before" does. Unknown types are counted and ignored.
     """
 
-    def __init__(self, schema: Sequence[Slot]):
+    def __init__(self, schema: Sequence[Slot], superseded: bool = True):
+        """`superseded`: encode superseded stop- and movement-role slots without their bins
+        (the training encoding since policy version 4; False for models exported before)."""
         if len(schema) > SLOTS:
             raise ValueError(f"schema has {len(schema)} slots, at most {SLOTS}")
         self.index = {str(slot["type"]): position for position, slot in enumerate(schema)}
         self.names = [list(slot["values"]) for slot in schema]
+        self.motion = motion_slots(schema) if superseded else None
         self.reset()
 
     def reset(self) -> None:
@@ -145,5 +181,5 @@ class StateTracker:
                 keep.append((t, slot, row))
         self.pending = keep
         elapsed = np.where(self.seen, tick - self.last_time, np.inf)
-        state: np.ndarray = encode_states(elapsed[None, :], self.last_values[None])[0]
+        state: np.ndarray = encode_states(elapsed[None, :], self.last_values[None], self.motion)[0]
         return state
