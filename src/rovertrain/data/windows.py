@@ -200,14 +200,13 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         available[:, slot] = np.where(fired[:, None], present[chosen], 0)
         in_span = (times >= ticks_f[0]) & (times < span_end)
         event_counts[slot] = int(in_span.sum())
-    states = encode_states(elapsed, last_values, motion_slots(schema))
-    states = states.reshape(count, SLOTS, STATE_FEATURES_PER_SLOT)
+    states = encode_states(elapsed, last_values, motion_slots(schema))  # [N, SLOTS * FEATURES]
     stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
     category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
     if stop_slots:
         category[fires[:, stop_slots].any(axis=1)] = CATEGORY_STOP
     return Labels(
-        states=states.reshape(count, -1),
+        states=states,
         fires=fires,
         values=values,
         available=available,
