@@ -22,8 +22,8 @@ FRAME_HISTORY_FORMAT = "rovertrain-runtime/2"
 runtime from before frame history refuses it at load instead of failing at the first tick."""
 SUPERSEDED_FORMAT = "rovertrain-runtime/3"
 """runtime.json's format for a model whose state shows superseded stop- and movement-role
-types without their bins (`input.state.superseded`): a runtime from before it would build the state
-the other way, so it refuses the folder at load."""
+types without their bins (`input.state.superseded`): a runtime from before it would build the
+state the other way, so it refuses the folder at load."""
 FORMATS = (FORMAT, FRAME_HISTORY_FORMAT, SUPERSEDED_FORMAT)
 MODEL_FILE = "model.onnx"
 RUNTIME_FILE = "runtime.json"

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.data.dataset import WindowSet
 from rovertrain.learn.batches import Batch
+from rovertrain.runtime.state import motion_slots
 
 
 @dataclass
@@ -51,8 +52,7 @@ def loss_setup(
 ) -> LossSetup:
     slot_mask = torch.zeros(SLOTS)
     slot_mask[: len(schema)] = 1.0
-    motion = np.zeros(SLOTS, dtype=bool)
-    motion[: len(schema)] = [slot["role"] in ("stop", "movement") for slot in schema]
+    motion = motion_slots(schema)
     numeric = torch.from_numpy((pool.available.sum(axis=0) > 0).astype(np.float32))
     numeric = numeric * slot_mask[:, None]
     fires = pool.fires.astype(np.float64)

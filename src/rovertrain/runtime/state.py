@@ -78,8 +78,8 @@ def encode_states(
     states[:, :, FIRST_BIN:] = bins[:, :, None] == _BIN_INDEX
     if motion is not None:
         superseded = superseded_motion(elapsed, motion)
-        states[:, :, SHORT_RAMP] = np.where(superseded, 1.0, states[:, :, SHORT_RAMP])
-        states[:, :, FIRST_BIN:] = np.where(superseded[:, :, None], 0.0, states[:, :, FIRST_BIN:])
+        states[superseded, SHORT_RAMP] = 1.0
+        states[superseded, FIRST_BIN:] = 0.0
     return states.reshape(count, SLOTS * STATE_FEATURES_PER_SLOT)
 
 
