@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from conftest import check_model_manifest, parse_events, signal_after_progress, write_job
+from rovertrain.data.partition import is_held_out
 from rovertrain.learn.policy import VERSION
 
 RESUME_FILE = f"resume-v{VERSION}.pt"  # the resume state of this policy version
@@ -85,6 +86,24 @@ def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Pat
     assert first.last()["steps"] == 20 and second.last()["steps"] == 40
     assert all(e["diagnostics"]["cached"] for e in second.of("dataset"))
     assert len(checkpoints(synth_copy)) == 2
+
+
+def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path) -> None:
+    """A job resumes the saved weights only on the footage they were trained on; a training
+    session the earlier jobs never read sends it back to the seed's initial weights."""
+    everything = json.loads(write_job(synth_copy, **FAST).read_text())
+    training = [s for s in everything["sessions"] if not is_held_out(s)]
+    first_job = synth_copy / "job-first.json"
+    earlier = [s for s in everything["sessions"] if s != training[-1]]
+    first_job.write_text(json.dumps({**everything, "sessions": earlier}))
+    job = synth_copy / "job-all.json"
+    job.write_text(json.dumps(everything))
+
+    runs = [cli("run", "--job", str(path)) for path in (first_job, job, job)]
+
+    starts = [(r.last()["diagnostics"]["startingWeights"], r.last()["diagnostics"]["newFootageSessions"]) for r in runs]  # fmt: skip
+    assert starts == [("initial", len(training) - 1), ("initial: new footage", 1), ("resumed", 0)]
+    assert [r.last()["steps"] for r in runs] == [20, 40, 60]  # the counters carry over
 
 
 def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:

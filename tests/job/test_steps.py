@@ -9,7 +9,12 @@ import torch
 from rovertrain.contracts.command_schema import SLOTS
 from rovertrain.contracts.observation import MODEL_CHANNELS, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import load_job_text
-from rovertrain.job.state import TrainingState
+from rovertrain.job.state import (
+    StartingWeights,
+    TrainingState,
+    new_footage,
+    starting_weights,
+)
 from rovertrain.job.steps import hyperparameters, optimizer_settings, restore_policy
 from rovertrain.learn.settings import Augmentation, Optimisation
 from rovertrain.learn.train import Hyperparameters
@@ -83,3 +88,31 @@ def test_the_jobs_settings_reach_training_as_declared() -> None:
     assert hyper.bf16 is False
     bf16 = load_job_text('{"root": "/r", "config": {"precision": "bf16"}}').config
     assert hyperparameters(bf16).bf16 is True
+
+
+def test_without_resume_the_weights_and_moments_are_the_seeds_initial_ones() -> None:
+    saved = _saved_state()
+    initial, _ = restore_policy(TrainingState.fresh(), HYPER, seed=0)
+    model, optimizer = restore_policy(saved, HYPER, seed=0, resume=False)
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, initial.state_dict()[name]), name
+    assert not any(len(value) for value in optimizer.state.values())
+    resumed, _ = restore_policy(saved, HYPER, seed=0)
+    assert any(
+        not torch.equal(tensor, initial.state_dict()[name])
+        for name, tensor in resumed.state_dict().items()
+    )
+
+
+def test_new_footage_is_a_session_with_windows_the_earlier_jobs_never_read() -> None:
+    seen = {"a": 600, "b": 300}
+    assert new_footage(seen, {"a": 600, "b": 300}) == []
+    assert new_footage(seen, {"a": 600}) == []  # a session left out is not footage
+    assert new_footage(seen, {"b": 450, "c": 10, "a": 600}) == ["b", "c"]  # grown, and new
+
+
+def test_starting_weights_table() -> None:
+    assert starting_weights(False, []) is StartingWeights.INITIAL
+    assert starting_weights(False, ["c"]) is StartingWeights.INITIAL
+    assert starting_weights(True, []) is StartingWeights.RESUMED
+    assert starting_weights(True, ["c"]) is StartingWeights.INITIAL_FOR_NEW_FOOTAGE

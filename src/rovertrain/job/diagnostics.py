@@ -33,6 +33,11 @@ class JobDiagnostics:
     def selection(self, summary: JsonObject) -> None:
         self.figures["selection"] = summary
 
+    def starting_weights(self, start: str, new_sessions: int) -> None:
+        """Where training started, and the training sessions with footage new to the job."""
+        self.figures["startingWeights"] = start
+        self.figures["newFootageSessions"] = new_sessions
+
     def optimizer(self, settings: dict[str, float]) -> None:
         self.figures["optimizer"] = dict(settings)
 

@@ -238,14 +238,24 @@ def too_little_data(run: JobRun, dataset: Dataset) -> str | None:
 
 
 def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
+    from rovertrain.data.partition import Partition
     from rovertrain.job import evaluation as ev
+    from rovertrain.job.state import StartingWeights, new_footage, starting_weights
     from rovertrain.learn.evaluate import evaluate
     from rovertrain.learn.losses import loss_setup
 
     config = run.job.config
     run.control.enter(Phase.TRAIN)
     hyper = hyperparameters(config, run.ranks.device.type)
-    model, optimizer = restore_policy(run.state, hyper, run.job.seed)
+    training = {
+        result.session_id: result.windows for result in dataset.of_partition(Partition.TRAINING)
+    }
+    footage = new_footage(run.state.distinct_windows, training)
+    start = starting_weights(run.state.weights is not None, footage)
+    run.diagnostics.starting_weights(str(start), len(footage))
+    model, optimizer = restore_policy(
+        run.state, hyper, run.job.seed, start is StartingWeights.RESUMED
+    )
     run.diagnostics.optimizer(optimizer_settings(optimizer))
     weights = config.loss
     setup = loss_setup(

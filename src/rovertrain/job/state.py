@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from rovertrain.contracts.command_schema import Schema, initial_schema
@@ -97,3 +99,33 @@ class TrainingState:
         for profile in profiles:
             if profile not in self.control_profiles:
                 self.control_profiles.append(profile)
+
+
+class StartingWeights(StrEnum):
+    """Where a job's training starts (`diagnostics.startingWeights`)."""
+
+    INITIAL = "initial"  # no resume state: weights drawn from the job's seed
+    RESUMED = "resumed"  # the resume state's: the same footage, training goes on
+    INITIAL_FOR_NEW_FOOTAGE = "initial: new footage"  # the pool has footage they never saw
+
+
+def new_footage(seen: Mapping[str, int], training: Mapping[str, int]) -> list[str]:
+    """The training sessions with windows the earlier jobs never read (`seen`: windows per
+    session, the resume state's `distinctWindows`; `training`: this job's). Pure."""
+    return sorted(
+        session for session, windows in training.items() if windows > seen.get(session, 0)
+    )
+
+
+def starting_weights(resumable: bool, footage: list[str]) -> StartingWeights:
+    """A job resumes the saved weights only to go on training on the footage they were trained
+    on (a job the budget or a stop request cut short). With new footage it starts from the
+    initial weights: resumed weights that had converged on the earlier footage kept the
+    selection signal's best at their first measurement and never learnt the take-overs a fresh
+    start learnt from the same pool (docs/learning.md, "A new model for new footage"); warm
+    starts generalising worse than fresh ones is known beyond this project (Ash and Adams,
+    2020). The pool is bounded by `maxSamples`, so a fresh start costs the same however large
+    the fleet's footage grows."""
+    if not resumable:
+        return StartingWeights.INITIAL
+    return StartingWeights.INITIAL_FOR_NEW_FOOTAGE if footage else StartingWeights.RESUMED

@@ -67,10 +67,10 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
 
 
 def restore_policy(
-    state: TrainingState, hyper: Hyperparameters, seed: int
+    state: TrainingState, hyper: Hyperparameters, seed: int, resume: bool = True
 ) -> tuple[Policy, torch.optim.Optimizer]:
-    """A fresh policy (initial weights drawn from the job's `seed`) and optimizer, or the
-    resume state's; refused when they do not fit."""
+    """A fresh policy (initial weights drawn from the job's `seed`) and optimizer, or, with
+    `resume`, the resume state's; refused when they do not fit."""
     import torch
 
     from rovertrain.learn.policy import Policy
@@ -84,7 +84,7 @@ def restore_policy(
         fresh = Policy()
     model = fresh.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     optimizer = build_optimizer(model, hyper.optimisation)
-    if state.weights is not None:
+    if resume and state.weights is not None:
         try:
             model.load_state_dict(state.weights)
             optimizer.load_state_dict(state.optimizer or {})
