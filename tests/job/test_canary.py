@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-SHORT = {"passesPerJob": 10, "maxStepsPerJob": 60, "minimumSamples": 50, "maxSamples": 2000,
+SHORT = {"passesPerJob": 10, "maxStepsPerJob": 150, "minimumSamples": 50, "maxSamples": 2000,
          "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
          "probeMaxSeconds": 0, "batchSize": 16, "canaryMinutes": 0.5}  # fmt: skip
 OPEN_GATE = {"minHeldOutSessions": 0, "minHeldOutWindows": 0, "minCommandEvents": 0,

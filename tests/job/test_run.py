@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 import signal
 from pathlib import Path
 
@@ -88,22 +89,30 @@ def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Pat
     assert len(checkpoints(synth_copy)) == 2
 
 
-def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path) -> None:
+def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path, tmp_path: Path) -> None:
     """A job resumes the saved weights only on the footage they were trained on; a training
     session the earlier jobs never read sends it back to the seed's initial weights."""
     everything = json.loads(write_job(synth_copy, **FAST).read_text())
     training = [s for s in everything["sessions"] if not is_held_out(s)]
-    first_job = synth_copy / "job-first.json"
     earlier = [s for s in everything["sessions"] if s != training[-1]]
+    first_job = synth_copy / "job-first.json"
     first_job.write_text(json.dumps({**everything, "sessions": earlier}))
     job = synth_copy / "job-all.json"
     job.write_text(json.dumps(everything))
+    alone = tmp_path / "alone"  # the same job on a root without a resume state
+    shutil.copytree(synth_copy / "recordings", alone / "recordings")
+    (alone / "job.json").write_text(json.dumps({**everything, "root": str(alone)}))
 
-    runs = [cli("run", "--job", str(path)) for path in (first_job, job, job)]
+    runs = [cli("run", "--job", str(path)) for path in (first_job, job, job, alone / "job.json")]
 
-    starts = [(r.last()["diagnostics"]["startingWeights"], r.last()["diagnostics"]["newFootageSessions"]) for r in runs]  # fmt: skip
-    assert starts == [("initial", len(training) - 1), ("initial: new footage", 1), ("resumed", 0)]
-    assert [r.last()["steps"] for r in runs] == [20, 40, 60]  # the counters carry over
+    diagnostics = [r.last()["diagnostics"] for r in runs]
+    starts = [(d["startingWeights"], d["newFootageSessions"]) for d in diagnostics]
+    assert starts[:3] == [("initial", len(training) - 1), ("initial: new footage", 1), ("resumed", 0)]  # fmt: skip
+    assert [r.last()["steps"] for r in runs[:3]] == [20, 40, 60]  # the counters carry over
+    # Before training, the second job's model scores what the initial weights score on the
+    # same windows, and the resumed third job's does not.
+    before = [d["trainingAudit"]["before"] for d in diagnostics]
+    assert before[1] == before[3] != before[2]
 
 
 def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import torch
 
 from rovertrain.contracts.command_schema import SLOTS
+from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.observation import MODEL_CHANNELS, STATE_FEATURES_PER_SLOT
 from rovertrain.job.config import load_job_text
 from rovertrain.job.state import (
@@ -29,7 +31,7 @@ HYPER = Hyperparameters(
 
 
 def _saved_state() -> TrainingState:
-    model, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0)
+    model, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
     images = torch.zeros(2, MODEL_CHANNELS, 72, 96)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     logits, values = model(images, states)
@@ -45,7 +47,7 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
     saved = _saved_state()
     optimisation = dataclasses.replace(HYPER.optimisation, learningRate=2e-4, weightDecay=0.05)
     changed = dataclasses.replace(HYPER, optimisation=optimisation)
-    _, optimizer = restore_policy(saved, changed, seed=0)
+    _, optimizer = restore_policy(saved, changed, seed=0, resume=True)
     assert {group["lr"] for group in optimizer.param_groups} == {2e-4}
     assert {group["weight_decay"] for group in optimizer.param_groups} == {0.05}
     assert optimizer_settings(optimizer) == {"learningRate": 2e-4, "weightDecay": 0.05}
@@ -54,17 +56,17 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
 
 
 def test_a_fresh_policy_uses_the_jobs_settings() -> None:
-    _, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0)
+    _, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
     assert optimizer_settings(optimizer) == {"learningRate": 1e-3, "weightDecay": 0.01}
 
 
 def test_the_jobs_seed_decides_the_initial_weights() -> None:
     torch.manual_seed(123)
     before = torch.get_rng_state()
-    first, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7)
+    first, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
     torch.manual_seed(999)  # whatever the process's generator holds
-    again, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7)
-    other, _ = restore_policy(TrainingState.fresh(), HYPER, seed=8)
+    again, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
+    other, _ = restore_policy(TrainingState.fresh(), HYPER, seed=8, resume=True)
     for name, tensor in first.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name
     assert any(
@@ -72,7 +74,7 @@ def test_the_jobs_seed_decides_the_initial_weights() -> None:
         for name, tensor in first.state_dict().items()
     )
     torch.manual_seed(123)
-    restore_policy(TrainingState.fresh(), HYPER, seed=7)
+    restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
     assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is untouched
 
 
@@ -92,16 +94,26 @@ def test_the_jobs_settings_reach_training_as_declared() -> None:
 
 def test_without_resume_the_weights_and_moments_are_the_seeds_initial_ones() -> None:
     saved = _saved_state()
-    initial, _ = restore_policy(TrainingState.fresh(), HYPER, seed=0)
+    initial, _ = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
     model, optimizer = restore_policy(saved, HYPER, seed=0, resume=False)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, initial.state_dict()[name]), name
     assert not any(len(value) for value in optimizer.state.values())
-    resumed, _ = restore_policy(saved, HYPER, seed=0)
+    resumed, _ = restore_policy(saved, HYPER, seed=0, resume=True)
     assert any(
         not torch.equal(tensor, initial.state_dict()[name])
         for name, tensor in resumed.state_dict().items()
     )
+
+
+@pytest.mark.parametrize("resume", [True, False])
+def test_saved_weights_that_do_not_fit_are_refused_also_when_not_resumed(resume: bool) -> None:
+    saved = _saved_state()
+    assert saved.weights is not None
+    saved.weights = {name: tensor[:1] for name, tensor in saved.weights.items()}
+    with pytest.raises(RovertrainError) as refused:
+        restore_policy(saved, HYPER, seed=0, resume=resume)
+    assert refused.value.code is ErrorCode.RESUME_INCOMPATIBLE
 
 
 def test_new_footage_is_a_session_with_windows_the_earlier_jobs_never_read() -> None:

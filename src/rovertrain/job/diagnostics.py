@@ -12,6 +12,7 @@ import torch
 from rovertrain.contracts.command_schema import Schema
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset
+from rovertrain.job.state import StartingWeights
 from rovertrain.learn.policy import specification
 from rovertrain.learn.train import TrainResult
 
@@ -33,9 +34,9 @@ class JobDiagnostics:
     def selection(self, summary: JsonObject) -> None:
         self.figures["selection"] = summary
 
-    def starting_weights(self, start: str, new_sessions: int) -> None:
+    def starting_weights(self, start: StartingWeights, new_sessions: int) -> None:
         """Where training started, and the training sessions with footage new to the job."""
-        self.figures["startingWeights"] = start
+        self.figures["startingWeights"] = str(start)
         self.figures["newFootageSessions"] = new_sessions
 
     def optimizer(self, settings: dict[str, float]) -> None:

@@ -152,7 +152,8 @@ def run_steps(
         samples = len(dataset.pool)
         return finish_untrained(stream, control, dataset, diagnostics, reason, samples=samples)
 
-    # 5. The policy (restored from the resume state), its loss, and the audit before training.
+    # 5. The policy (the resume state's on the same footage, else the initial weights), its
+    #    loss, and the audit before training.
     trainee = prepare_training(run, dataset)
 
     # 6. Train until it converges, the passes end, maxStepsPerJob, the budget or a stop
@@ -252,10 +253,11 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     }
     footage = new_footage(run.state.distinct_windows, training)
     start = starting_weights(run.state.weights is not None, footage)
-    run.diagnostics.starting_weights(str(start), len(footage))
-    model, optimizer = restore_policy(
-        run.state, hyper, run.job.seed, start is StartingWeights.RESUMED
-    )
+    run.diagnostics.starting_weights(start, len(footage))
+    resume = start is StartingWeights.RESUMED
+    if not resume:
+        run.state.learning_probe = None  # it described the weights left behind: due again
+    model, optimizer = restore_policy(run.state, hyper, run.job.seed, resume=resume)
     run.diagnostics.optimizer(optimizer_settings(optimizer))
     weights = config.loss
     setup = loss_setup(

@@ -111,7 +111,10 @@ class StartingWeights(StrEnum):
 
 def new_footage(seen: Mapping[str, int], training: Mapping[str, int]) -> list[str]:
     """The training sessions with windows the earlier jobs never read (`seen`: windows per
-    session, the resume state's `distinctWindows`; `training`: this job's). Pure."""
+    session, the resume state's `distinctWindows`; `training`: this job's). Pure.
+
+    Counted in windows, not by session id: a recording that grew since (a rover's recorder
+    still appending) holds footage the saved weights never saw."""
     return sorted(
         session for session, windows in training.items() if windows > seen.get(session, 0)
     )

@@ -67,10 +67,11 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
 
 
 def restore_policy(
-    state: TrainingState, hyper: Hyperparameters, seed: int, resume: bool = True
+    state: TrainingState, hyper: Hyperparameters, seed: int, *, resume: bool
 ) -> tuple[Policy, torch.optim.Optimizer]:
     """A fresh policy (initial weights drawn from the job's `seed`) and optimizer, or, with
-    `resume`, the resume state's; refused when they do not fit."""
+    `resume`, the resume state's. Saved weights that do not fit the policy are refused either
+    way: a job never silently replaces a state it cannot read."""
     import torch
 
     from rovertrain.learn.policy import Policy
@@ -84,19 +85,25 @@ def restore_policy(
         fresh = Policy()
     model = fresh.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     optimizer = build_optimizer(model, hyper.optimisation)
-    if resume and state.weights is not None:
-        try:
-            model.load_state_dict(state.weights)
+    if state.weights is None:
+        return model, optimizer
+    initial = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    try:
+        model.load_state_dict(state.weights)
+        if resume:
             optimizer.load_state_dict(state.optimizer or {})
-        except (RuntimeError, ValueError, KeyError) as error:
-            raise RovertrainError(
-                ErrorCode.RESUME_INCOMPATIBLE,
-                "The resume state does not fit this policy.",
-                str(error),
-            ) from None
-        # load_state_dict restores the saved job's learning rate and weight decay; this
-        # job's settings are the ones it reports, so they are the ones it must use.
-        apply_optimisation(optimizer, hyper.optimisation)
+    except (RuntimeError, ValueError, KeyError) as error:
+        raise RovertrainError(
+            ErrorCode.RESUME_INCOMPATIBLE,
+            "The resume state does not fit this policy.",
+            str(error),
+        ) from None
+    if not resume:
+        model.load_state_dict(initial)
+        return model, optimizer
+    # load_state_dict restores the saved job's learning rate and weight decay; this job's
+    # settings are the ones it reports, so they are the ones it must use.
+    apply_optimisation(optimizer, hyper.optimisation)
     return model, optimizer
 
 
