@@ -38,7 +38,7 @@ def current_id(root: Path) -> str:
     return json.loads((root / "training" / "current.json").read_text())["id"]
 
 
-@pytest.mark.timeout(900)  # four short jobs and two supervised drives: 30 s on a quiet machine
+@pytest.mark.timeout(900)  # four short jobs and two supervised drives: about 40 s, quiet machine
 def test_a_canary_is_promoted_once_it_drove_under_supervision(cli, synth_copy: Path) -> None:
     # 1. No current model: nothing to protect, the first candidate is promoted.
     first = run_job(cli, synth_copy)
