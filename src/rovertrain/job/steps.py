@@ -87,7 +87,9 @@ def restore_policy(
     optimizer = build_optimizer(model, hyper.optimisation)
     if state.weights is None:
         return model, optimizer
-    initial = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    # Starting over, the saved weights are still loaded once: a state that does not fit is
+    # refused, never silently replaced; then the initial ones go back.
+    initial = None if resume else {k: v.clone() for k, v in model.state_dict().items()}
     try:
         model.load_state_dict(state.weights)
         if resume:
@@ -98,7 +100,7 @@ def restore_policy(
             "The resume state does not fit this policy.",
             str(error),
         ) from None
-    if not resume:
+    if initial is not None:
         model.load_state_dict(initial)
         return model, optimizer
     # load_state_dict restores the saved job's learning rate and weight decay; this job's
