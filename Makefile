@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_ROOT ?= demo-data
 
-.PHONY: install test test-slow test-reliability lint format demo bench clean
+.PHONY: install test test-slow test-reliability lint format docs demo bench clean
 
 install: $(STAMP)
 
@@ -18,14 +18,20 @@ $(STAMP): pyproject.toml packages/rovertrain-runtime/pyproject.toml constraints.
 	touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache > /dev/null || $(BIN)/lint-imports --no-cache
 
 format: install
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench tools
+	$(BIN)/ruff check --fix src tests bench tools
+
+# The generated parts of README.md: the architecture block (the modules and their docstrings)
+# and the settings tables (the knobs' declarations). Tests fail when either drifts.
+docs: install
+	$(BIN)/python tools/readme_architecture.py --write README.md
+	$(BIN)/python -m rovertrain.job.schema --write-readme README.md
 
 test: lint
 	$(BIN)/pytest -q -n 2 --dist load
