@@ -17,7 +17,8 @@ from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
-"""`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
+"""`export --steering-deadband` takes the job knob's bounds and its value for checkpoints from
+before it existed (declared once)."""
 
 WORLD_NAMES = ("road", "warehouse", "corridor")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
@@ -372,8 +373,8 @@ def models(root: str, current: bool) -> None:
     "--steering-deadband",
     type=click.FloatRange(0.0, DEADBAND.maximum),
     help="Re-send the movement command when a predicted value moves more than this from the "
-    "executed one (0: off; default: the job's steeringDeadband from model.json, else "
-    f"{DEADBAND.default}).",
+    "executed one (0: off; default: the job's steeringDeadband from model.json; a checkpoint "
+    f"from before it: {DEADBAND.before}).",
 )
 def export(
     checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None
