@@ -91,6 +91,9 @@ def test_export_writes_a_verified_folder(exported: dict[str, Any]) -> None:
     assert RoverPolicy.load(out).steering_deadband == 0.2
     assert runtime["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     assert runtime["roles"] == {"stop": "stop", "drive": "movement"}
+    assert runtime["model"] == {"id": event["id"], "name": "test-model-0", "createdAt": 1}
+    described = json.loads(json.dumps(specification(initial_schema())))
+    assert {key: runtime[key] for key in described} == described  # as model.json holds it
     model = onnx.load(str(out / "model.onnx"))
     assert (
         max(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")) >= 17

@@ -139,7 +139,7 @@ class ModelIdentity:
     @classmethod
     def from_json(cls, document: object) -> ModelIdentity:
         """From model.json, or runtime.json's `model` (anything else: nothing known)."""
-        identity = document if isinstance(document, dict) else {}
+        identity = document if isinstance(document, Mapping) else {}
         return cls(
             id=_text_or_none(identity.get("id")),
             name=_text_or_none(identity.get("name")),
