@@ -45,11 +45,8 @@ class DecisionRules:
         """The knobs as the job file and model.json hold them, in declaration order."""
         return {name: float(value) for name, value in settings_json(self).items()}
 
-    def overridden(
-        self, actionThreshold: float | None = None, steeringDeadband: float | None = None
-    ) -> DecisionRules:
-        """These rules with the given knobs replaced (None: kept): `export`'s options."""
-        given = {"actionThreshold": actionThreshold, "steeringDeadband": steeringDeadband}
+    def overridden(self, **given: float | None) -> DecisionRules:
+        """These rules with the named knobs replaced (None: kept): `export`'s options."""
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
 
 

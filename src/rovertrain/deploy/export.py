@@ -90,7 +90,7 @@ def decision_rules(
         recorded = recorded_rules(meta)
     except RecordedRulesError as error:
         raise RovertrainError("invalid_checkpoint", f"model.json's {error}") from None
-    return recorded.overridden(threshold, steering_deadband)
+    return recorded.overridden(actionThreshold=threshold, steeringDeadband=steering_deadband)
 
 
 def runtime_specification(meta: ModelJson, decision: DecisionRules) -> RuntimeSpec:
