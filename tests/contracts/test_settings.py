@@ -14,6 +14,7 @@ from rovertrain.contracts.settings import (
     groups,
     knob,
     knobs,
+    parse_record,
     parse_settings,
     settings_json,
     settings_json_schema,
@@ -173,6 +174,8 @@ def test_the_markdown_table() -> None:
         lambda: knob(1, choices=("a",)),
         lambda: knob(1, exclusive_minimum=True),
         lambda: knob(1, exclusive_maximum=True),
+        lambda: knob(0.5, 0, 1, before=1.5),  # before out of bounds
+        lambda: knob(True, before=0.0),  # only numeric knobs have one
     ],
 )
 def test_inconsistent_declarations_fail_at_once(declare: Any) -> None:
@@ -208,3 +211,33 @@ def test_field_types_must_match_their_knobs() -> None:
     ):
         with pytest.raises(TypeError, match=message):
             knobs(cls)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    threshold: float = knob(0.5, 0, 1, exclusive_minimum=True, exclusive_maximum=True)
+    deadband: float = knob(0.1, 0, 2, before=0.0)
+
+
+def test_a_record_lacking_a_knob_holds_what_ran_before_it_existed() -> None:
+    assert parse_record(Recorded, {}) == Recorded(threshold=0.5, deadband=0.0)
+    assert parse_settings(Recorded, {}, "") == Recorded(threshold=0.5, deadband=0.1)
+    # Its own names where it has them, its other keys its own business.
+    record = {"p": 0.3, "deadband": 0.2, "other": [1]}
+    assert parse_record(Recorded, record, {"threshold": "p"}) == Recorded(0.3, 0.2)
+    assert parse_record(Recorded, {"threshold": 0.3}, {"threshold": "p"}).threshold == 0.5
+
+
+def test_a_record_holds_the_knobs_closed_bounds_and_names_the_bad_key() -> None:
+    assert parse_record(Recorded, {"threshold": 0}).threshold == 0  # a job refuses 0
+    assert parse_record(Recorded, {"threshold": 1}).threshold == 1
+    for record, pointer, message in (
+        ({"threshold": 1.01}, "/threshold", "must be at most 1, got 1.01"),
+        ({"p": "0.5"}, "/p", 'must be a number, got "0.5"'),
+        ({"deadband": -1}, "/deadband", "must be at least 0, got -1"),
+    ):
+        with pytest.raises(InvalidJob) as caught:
+            parse_record(Recorded, record, {"threshold": "p"} if "p" in record else None)
+        assert (caught.value.pointer, caught.value.message) == (pointer, f"{pointer}: {message}")
+    with pytest.raises(TypeError, match="composite"):
+        parse_record(Both, {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -18,8 +19,10 @@ import torch
 from blocked_imports import BLOCKER
 from conftest import REPO, cli_env, parse_events, run_cli
 from rovertrain.contracts.command_schema import initial_schema
-from rovertrain.contracts.decision import DEFAULT_STEERING_DEADBAND
+from rovertrain.contracts.decision import DecisionRules
+from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.runtime_spec import FORMAT, FORMATS, SUPERSEDED_FORMAT, RuntimeSpec
 from rovertrain.data.decode import decode_to_file
 from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, load_recording, read_command_log
@@ -88,6 +91,9 @@ def test_export_writes_a_verified_folder(exported: dict[str, Any]) -> None:
     assert RoverPolicy.load(out).steering_deadband == 0.2
     assert runtime["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     assert runtime["roles"] == {"stop": "stop", "drive": "movement"}
+    assert runtime["model"] == {"id": event["id"], "name": "test-model-0", "createdAt": 1}
+    described = json.loads(json.dumps(specification(initial_schema())))
+    assert {key: runtime[key] for key in described} == described  # as model.json holds it
     model = onnx.load(str(out / "model.onnx"))
     assert (
         max(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")) >= 17
@@ -326,14 +332,39 @@ def test_export_without_the_deploy_extra_says_what_to_install(tmp_path: Path) ->
     assert "rovertrain[deploy]" in event["message"] and not (tmp_path / "out").exists()
 
 
-def test_decision_rules_come_from_the_command_line_then_model_json_then_the_defaults() -> None:
+def test_decision_rules_come_from_the_command_line_then_model_json() -> None:
     from rovertrain.deploy.export import decision_rules
 
-    # A checkpoint from before the deadband existed gets today's default.
-    assert decision_rules({}) == (0.5, DEFAULT_STEERING_DEADBAND)
-    assert decision_rules({"actionThreshold": 0.4, "steeringDeadband": 0.0}) == (0.4, 0.0)
     meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}
-    assert decision_rules(meta, 0.6, 0.1) == (0.6, 0.1)
+    assert decision_rules(meta) == DecisionRules(0.4, 0.3)
+    assert decision_rules(meta, 0.6, 0.1) == DecisionRules(0.6, 0.1)
+    assert decision_rules(meta, steering_deadband=0.0) == DecisionRules(0.4, 0.0)
+    assert decision_rules(meta, threshold=0.0).actionThreshold == 0  # `--threshold` allows 0
+    with pytest.raises(RovertrainError, match=r"model\.json's steeringDeadband: must be at most 2"):
+        decision_rules({"steeringDeadband": 2.5})
+
+
+@pytest.mark.parametrize("runtime_format", FORMATS)
+def test_a_record_without_a_knob_runs_as_it_was_trained_at_export_and_in_the_runtime(
+    runtime_format: str,
+) -> None:
+    """One value for a knob a record lacks, the value it ran with: model.json and runtime.json
+    of every format written before steeringDeadband existed steer with 0 (the event head
+    alone), as they did; a job file without it gets the default."""
+    from rovertrain.deploy.export import decision_rules, runtime_specification
+
+    policy = copy.deepcopy(specification(initial_schema()))
+    if runtime_format != SUPERSEDED_FORMAT:  # the state as models before version 4 had it
+        del policy["input"]["state"]["superseded"]
+    if runtime_format == FORMAT:  # one picture, as models before version 2 had it
+        del policy["input"]["image"]["frameHistory"]
+    at_export = decision_rules({"specification": policy})
+    runtime = RuntimeSpec.from_json({"format": runtime_format, **policy, "threshold": 0.5})
+    assert at_export == runtime.decision == DecisionRules(actionThreshold=0.5, steeringDeadband=0)
+    written = runtime_specification({"specification": policy}, at_export).to_json()
+    assert written["format"] == runtime_format
+    assert written["steeringDeadband"] == 0.0 and written["threshold"] == 0.5
+    assert DecisionRules().steeringDeadband == 0.1  # what a new job gets
 
 
 RUNTIME_DRIVE = """

@@ -12,6 +12,7 @@ import torch
 
 from conftest import Result
 from rovertrain.contracts.command_schema import initial_schema
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.job.publication import publish
 from rovertrain.learn.policy import Policy
 
@@ -84,7 +85,7 @@ def test_the_jobs_publication_step_promotes_and_current_json_verifies_it(
         to_json = lambda: {}  # noqa: E731
         return SimpleNamespace(
             job_id="job-1", steps=10, examples=640, training_loss=0.5,
-            job=SimpleNamespace(seed=0, actionThreshold=0.5, steeringDeadband=0.15,
+            job=SimpleNamespace(seed=0, decision=DecisionRules(0.5, 0.15),
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
             dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 from blocked_imports import BLOCKER
 from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
-from rovertrain.contracts.runtime_spec import RuntimeSpec, RuntimeSpecError
+from rovertrain.contracts.runtime_spec import (
+    ImageInput,
+    PolicyInput,
+    RuntimeSpec,
+    RuntimeSpecError,
+    StateInput,
+)
 from rovertrain.data.recording import Command
 from rovertrain.data.windows import label_windows
 from rovertrain.runtime.frames import prepare_frame
@@ -136,6 +143,8 @@ def test_a_policy_built_for_another_input_layout_is_refused() -> None:
         "schema": initial_schema(),
         "threshold": 0.5,
         "input": {"tickMs": 100, "state": {"size": 100}, "image": {"width": 96, "height": 72}},
+        "slots": 8,
+        "valuesPerSlot": 4,
     }
     with pytest.raises(PolicyFileError, match="state size"):
         RoverPolicy(None, RuntimeSpec.from_json(spec))
@@ -143,37 +152,68 @@ def test_a_policy_built_for_another_input_layout_is_refused() -> None:
     assert RoverPolicy(None, RuntimeSpec.from_json(spec)).types == ["stop", "drive"]
 
 
+IMAGE = {"width": 96, "height": 72}
+GOOD_DOCUMENT: dict[str, Any] = {
+    "format": "rovertrain-runtime/1",
+    "version": 3,
+    "input": {"tickMs": 100, "state": {"size": 136}, "image": IMAGE},
+    "slots": 8,
+    "valuesPerSlot": 4,
+    "schema": initial_schema(),
+    "threshold": 0.4,
+    "steeringDeadband": 0.1,
+}
+
+
 def test_a_runtime_specification_round_trips_and_refuses_what_it_cannot_run() -> None:
-    document = {
-        "format": "rovertrain-runtime/1",
-        "version": 3,
-        "input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96, "height": 72}},
-        "slots": 8,
-        "valuesPerSlot": 4,
-        "schema": initial_schema(),
-        "threshold": 0.4,
-        "steeringDeadband": 0.1,
-    }
+    document = dict(GOOD_DOCUMENT)
     spec = RuntimeSpec.from_json(document)
-    assert (spec.threshold, spec.steering_deadband, spec.tick_ms) == (0.4, 0.1, 100)
-    assert spec.image_size == (96, 72) and spec.roles == {"stop": "stop", "drive": "movement"}
+    assert (spec.decision.actionThreshold, spec.decision.steeringDeadband) == (0.4, 0.1)
+    assert spec.policy.input == PolicyInput(ImageInput(96, 72, 1), StateInput(136, False), 100)
+    assert spec.roles == {"stop": "stop", "drive": "movement"}
     written = spec.to_json()
     assert RuntimeSpec.from_json(written) == spec
     assert written["onnx"]["inputs"]["images"]["shape"] == ["batch", 3, 72, 96]
     assert written["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
-    old = {key: value for key, value in document.items() if key != "steeringDeadband"}
-    assert RuntimeSpec.from_json(old).steering_deadband == 0.0  # exports before steering
-    assert RuntimeSpec.from_json({**document, "threshold": 0}).threshold == 0  # export allows 0
+    assert RuntimeSpec.from_json({**document, "threshold": 0}).decision.actionThreshold == 0
     for broken, message in (
         ({**document, "threshold": 1.5}, "threshold"),
         ({**document, "threshold": "0.5"}, "threshold"),
+        ({**document, "steeringDeadband": -0.1}, "steeringDeadband"),
         ({**document, "schema": [{"type": 1}]}, "schema"),
-        ({**document, "input": {"tickMs": 100}}, "input.state.size"),
         ({**document, "format": "other/1"}, "format"),
         ([], "object"),
     ):
         with pytest.raises(RuntimeSpecError, match=message):
             RuntimeSpec.from_json(broken)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"input": None}, "input must be an object, got None"),
+        ({"input": {"tickMs": 100, "image": IMAGE}}, "input.state must be an object, got None"),
+        ({"input": {"tickMs": 100, "state": {}, "image": IMAGE}}, "input.state.size must be a whole number, got None"),
+        ({"input": {"tickMs": 100, "state": {"size": 136.5}, "image": IMAGE}}, "input.state.size must be a whole number, got 136.5"),
+        ({"input": {"tickMs": 0, "state": {"size": 136}, "image": IMAGE}}, "input.tickMs must be at least 1, got 0"),
+        ({"input": {"tickMs": "100", "state": {"size": 136}, "image": IMAGE}}, "input.tickMs must be a whole number, got '100'"),
+        ({"input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96}}}, "input.image.height must be a whole number, got None"),
+        ({"input": {"tickMs": 100, "state": {"size": 136}, "image": {**IMAGE, "frameHistory": True}}}, "input.image.frameHistory must be a whole number, got True"),
+        ({"slots": None}, "slots must be a whole number, got None"),
+        ({"valuesPerSlot": -1}, "valuesPerSlot must be at least 0, got -1"),
+    ],
+)  # fmt: skip
+def test_a_malformed_policy_part_is_refused_at_load_naming_the_field(
+    policy: dict[str, Any], message: str
+) -> None:
+    """The policy part is validated once, when the folder is loaded, not at the first tick."""
+    from rovertrain.runtime.policy import PolicyFileError, RoverPolicy
+
+    with pytest.raises(RuntimeSpecError) as refused:
+        RuntimeSpec.from_json({**GOOD_DOCUMENT, **policy})
+    assert str(refused.value) == message
+    with pytest.raises(PolicyFileError, match=f"^runtime.json: {re.escape(message)}$"):
+        RoverPolicy(None, {**GOOD_DOCUMENT, **policy})
 
 
 class RecordingSession:
@@ -200,7 +240,7 @@ def test_the_image_input_stacks_the_previous_ticks_frame_when_it_was_one_tick_ag
             "valuesPerSlot": 4,
         }
     )
-    assert spec.frame_history == 2
+    assert spec.policy.input.image.frame_history == 2
     assert spec.to_json()["onnx"]["inputs"]["images"]["shape"] == ["batch", 6, 72, 96]
     session = RecordingSession()
     policy = RoverPolicy(session, spec)

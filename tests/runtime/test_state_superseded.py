@@ -137,13 +137,14 @@ def spec_document(state_extra: dict[str, object]) -> dict[str, object]:
 def test_the_runtime_spec_says_how_to_build_the_state() -> None:
     older = RuntimeSpec.from_json(spec_document({}))
     assert (
-        older.superseded_without_bins is False and older.to_json()["format"] == FRAME_HISTORY_FORMAT
+        older.policy.input.state.superseded_without_bins is False
+        and older.to_json()["format"] == FRAME_HISTORY_FORMAT
     )
     current = RuntimeSpec.from_json(spec_document({"superseded": SUPERSEDED_WITHOUT_BINS}))
-    assert current.superseded_without_bins is True
+    assert current.policy.input.state.superseded_without_bins is True
     written = current.to_json()
     assert written["format"] == SUPERSEDED_FORMAT
-    assert RuntimeSpec.from_json(written).superseded_without_bins is True
+    assert RuntimeSpec.from_json(written).policy.input.state.superseded_without_bins is True
     with pytest.raises(RuntimeSpecError, match="superseded"):
         RuntimeSpec.from_json(spec_document({"superseded": "something newer"}))
 

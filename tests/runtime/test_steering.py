@@ -96,6 +96,8 @@ def policy(deadband: float | None) -> tuple[RoverPolicy, ScriptedSession]:
         "schema": SCHEMA,
         "threshold": 0.5,
         "input": {"tickMs": 100, "state": {"size": 136}, "image": {"width": 96, "height": 72}},
+        "slots": 8,
+        "valuesPerSlot": 4,
     }
     if deadband is not None:
         spec["steeringDeadband"] = deadband

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from rovertrain.contracts.decision import DecisionRules
 from rovertrain.learn.policy import Policy
 from rovertrain.store.current import current_path, read_current, write_current
 from rovertrain.store.publish import publish_checkpoint
@@ -70,7 +71,7 @@ def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> N
         to_json = lambda: {}  # noqa: E731
         return SimpleNamespace(
             job_id="job-1", steps=10, examples=640, training_loss=0.5,
-            job=SimpleNamespace(seed=0, actionThreshold=0.4, steeringDeadband=0.15,
+            job=SimpleNamespace(seed=0, decision=DecisionRules(0.4, 0.15),
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
             dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict),

@@ -1,12 +1,16 @@
 """Command line: thin click wrappers. Heavy modules are imported inside commands so that
-`--help` stays instant and never imports torch, av or numpy."""
+`--help` stays instant and never imports torch, av or numpy.
+
+A command's body is a function of (stream, **options) returning an exit code; `events_body`
+makes it the click command, and `_run_with_events` turns its outcome into the exit code."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec
 
 import click
 
@@ -17,7 +21,8 @@ from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
-"""`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
+"""`export --steering-deadband` takes the job knob's bounds and its value for checkpoints from
+before it existed (declared once)."""
 
 WORLD_NAMES = ("road", "warehouse", "corridor")
 """The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
@@ -27,7 +32,10 @@ SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
 (rovertrain.sim.carracing, needs `rovertrain[sim]`)."""
 
 if TYPE_CHECKING:
+    from rovertrain.distributed.world import World
     from rovertrain.protocol.events import EventStream
+
+P = ParamSpec("P")
 
 
 def _run_with_events(body: Callable[[EventStream], int], writes_events: bool = True) -> None:
@@ -64,6 +72,18 @@ def _run_with_events(body: Callable[[EventStream], int], writes_events: bool = T
     if stream.reader_gone:
         code = ExitCode.SUPERVISOR_GONE
     sys.exit(int(code))
+
+
+def events_body(function: Callable[Concatenate[EventStream, P], int]) -> Callable[P, None]:
+    """A command body from `function(stream, **options)`: called with the command's options,
+    it runs `function` through `_run_with_events` (stdout claimed for events, failures as one
+    `error` event, the exit code). Put it under the click decorators, over the function."""
+
+    @functools.wraps(function)
+    def command(*args: P.args, **kwargs: P.kwargs) -> None:
+        _run_with_events(lambda stream: function(stream, *args, **kwargs))
+
+    return command
 
 
 def require_linux() -> None:
@@ -121,42 +141,45 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
     from rovertrain.distributed.world import world_from_env
 
     world = world_from_env(os.environ)
-
-    def body(stream: EventStream) -> int:
-        from rovertrain.job.config import load_job_file
-        from rovertrain.job.run import run_job
-        from rovertrain.protocol.console import stderr_is_terminal
-
-        job = load_job_file(job_path)
-        if nproc > 1:
-            if world.distributed:
-                raise RovertrainError(
-                    ErrorCode.USAGE, "--nproc cannot be used by a rank of a launched job."
-                )
-            from rovertrain.job.launch import launch_local
-
-            return launch_local(job, nproc, stream, progress)
-        watchers = []
-        if world.leads and (stderr_is_terminal() if progress is None else progress):
-            from rovertrain.cli.progressview import ProgressView
-
-            watchers.append(ProgressView(len(job.sessions or ()), job.config.budget.maxJobSeconds))
-        return run_job(job, stream, watchers)
-
+    # The one command whose stream depends on where it runs: a rank other than 0 writes none.
+    body = functools.partial(
+        _run_job, world=world, job_path=job_path, progress=progress, nproc=nproc
+    )
     _run_with_events(body, writes_events=world.leads)
 
 
+def _run_job(
+    stream: EventStream, world: World, job_path: str, progress: bool | None, nproc: int
+) -> int:
+    from rovertrain.job.config import load_job_file
+    from rovertrain.job.run import run_job
+    from rovertrain.protocol.console import stderr_is_terminal
+
+    job = load_job_file(job_path)
+    if nproc > 1:
+        if world.distributed:
+            raise RovertrainError(
+                ErrorCode.USAGE, "--nproc cannot be used by a rank of a launched job."
+            )
+        from rovertrain.job.launch import launch_local
+
+        return launch_local(job, nproc, stream, progress)
+    watchers = []
+    if world.leads and (stderr_is_terminal() if progress is None else progress):
+        from rovertrain.cli.progressview import ProgressView
+
+        watchers.append(ProgressView(len(job.sessions or ()), job.config.budget.maxJobSeconds))
+    return run_job(job, stream, watchers)
+
+
 @cli.command("check-deps")
-def check_deps() -> None:
+@events_body
+def check_deps(stream: EventStream) -> int:
     """Prove the installation works: versions, policy, a PyAV encode/decode self-test."""
+    from rovertrain.cli.checkdeps import check_dependencies
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.cli.checkdeps import check_dependencies
-
-        stream.emit("dependencies", **check_dependencies())
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    stream.emit("dependencies", **check_dependencies())
+    return ExitCode.COMPLETED
 
 
 @cli.command("validate-job")
@@ -164,19 +187,16 @@ def check_deps() -> None:
 @click.option(
     "--offline", is_flag=True, help="Check against the schema only: no root or sessions needed."
 )
-def validate_job(job_path: str, offline: bool) -> None:
+@events_body
+def validate_job(stream: EventStream, job_path: str, offline: bool) -> int:
     """Check a job file without running it (schema, root, sessions)."""
+    from rovertrain.job.config import load_job_file
+    from rovertrain.job.preflight import validate_job_offline, validate_job_on_disk
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.job.config import load_job_file
-        from rovertrain.job.preflight import validate_job_offline, validate_job_on_disk
-
-        job = load_job_file(job_path)
-        check = validate_job_offline if offline else validate_job_on_disk
-        stream.emit("validated", **check(job))
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    job = load_job_file(job_path)
+    check = validate_job_offline if offline else validate_job_on_disk
+    stream.emit("validated", **check(job))
+    return ExitCode.COMPLETED
 
 
 @cli.command()
@@ -193,47 +213,47 @@ def validate_job(job_path: str, offline: bool) -> None:
     help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos; "
     "corridor: gentle bends, pallets, a careful driver; carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
 )
+@events_body
 def synth(
-    out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool, world: str
-) -> None:
+    stream: EventStream,
+    out: str,
+    sessions: int,
+    minutes: float,
+    seed: int,
+    shuffle_commands: bool,
+    world: str,
+) -> int:
     """Write synthetic driving recordings and a ready job file."""
+    if world == "carracing":
+        from rovertrain.sim import carracing
 
-    def body(stream: EventStream) -> int:
-        if world == "carracing":
-            from rovertrain.sim import carracing
-
-            if shuffle_commands:
-                raise RovertrainError(
-                    "usage", "--shuffle-commands is not offered for --world carracing."
-                )
-            stream.emit("synthesized", **carracing.write_dataset(out, sessions, minutes, seed))
-            return ExitCode.COMPLETED
-        from rovertrain.sim.synth import write_dataset
-
-        stream.emit(
-            "synthesized",
-            **write_dataset(
-                out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=world
-            ),
-        )
+        if shuffle_commands:
+            raise RovertrainError(
+                "usage", "--shuffle-commands is not offered for --world carracing."
+            )
+        stream.emit("synthesized", **carracing.write_dataset(out, sessions, minutes, seed))
         return ExitCode.COMPLETED
+    from rovertrain.sim.synth import write_dataset
 
-    _run_with_events(body)
+    stream.emit(
+        "synthesized",
+        **write_dataset(
+            out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=world
+        ),
+    )
+    return ExitCode.COMPLETED
 
 
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.argument("session_ids", nargs=-1, metavar="[SESSION]...")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64))
-def inspect(root: str, session_ids: tuple[str, ...], threads: int) -> None:
+@events_body
+def inspect(stream: EventStream, root: str, session_ids: tuple[str, ...], threads: int) -> int:
     """Decode and window recordings without training."""
+    from rovertrain.cli.inspect import inspect_root
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.cli.inspect import inspect_root
-
-        return inspect_root(root, session_ids, threads, stream)
-
-    _run_with_events(body)
+    return inspect_root(root, session_ids, threads, stream)
 
 
 @cli.group("import")
@@ -276,7 +296,9 @@ def _import_options(function: Callable[..., None]) -> Callable[..., None]:
 @click.argument("tubs", nargs=-1, required=True, metavar="TUB_DIR...", type=click.Path())
 @_import_options
 @click.option("--rover-id", default="donkeycar", show_default=True, help="roverId to record.")
+@events_body
 def import_donkey(
+    stream: EventStream,
     tubs: tuple[str, ...],
     out: str,
     dry_run: bool,
@@ -284,24 +306,20 @@ def import_donkey(
     keepalive_ms: float,
     progress: bool | None,
     rover_id: str,
-) -> None:
+) -> int:
     """Donkeycar tubs (v2): one recording per Donkeycar session, the human's records only."""
+    from pathlib import Path
 
-    def body(stream: EventStream) -> int:
-        from pathlib import Path
+    from rovertrain.importers.donkey import DonkeyOptions, import_tubs
+    from rovertrain.importers.report import ImportRun, Progress
+    from rovertrain.protocol.console import stderr_is_terminal
 
-        from rovertrain.importers.donkey import DonkeyOptions, import_tubs
-        from rovertrain.importers.report import ImportRun, Progress
-        from rovertrain.protocol.console import stderr_is_terminal
-
-        show = stderr_is_terminal() if progress is None else progress
-        run = ImportRun(stream, Progress(show), dry_run)
-        options = DonkeyOptions(Path(out), dry_run, tolerance, keepalive_ms, rover_id)
-        import_tubs([Path(tub) for tub in tubs], options, run)
-        run.finish("donkey")
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    show = stderr_is_terminal() if progress is None else progress
+    run = ImportRun(stream, Progress(show), dry_run)
+    options = DonkeyOptions(Path(out), dry_run, tolerance, keepalive_ms, rover_id)
+    import_tubs([Path(tub) for tub in tubs], options, run)
+    run.finish("donkey")
+    return ExitCode.COMPLETED
 
 
 @import_group.command("lerobot")
@@ -313,7 +331,9 @@ def import_donkey(
 )
 @click.option("--camera", default=None, help="Video feature to use (default: the first).")
 @click.option("--rover-id", default=None, help="roverId to record (default: robot_type).")
+@events_body
 def import_lerobot(
+    stream: EventStream,
     dataset: str,
     out: str,
     dry_run: bool,
@@ -324,40 +344,33 @@ def import_lerobot(
     action_map: str | None,
     camera: str | None,
     rover_id: str | None,
-) -> None:
+) -> int:
     """A local LeRobotDataset (v3): one recording per episode (needs rovertrain[import])."""
+    from pathlib import Path
 
-    def body(stream: EventStream) -> int:
-        from pathlib import Path
+    from rovertrain.importers.lerobot import LerobotOptions, import_dataset
+    from rovertrain.importers.report import ImportRun, Progress
+    from rovertrain.protocol.console import stderr_is_terminal
 
-        from rovertrain.importers.lerobot import LerobotOptions, import_dataset
-        from rovertrain.importers.report import ImportRun, Progress
-        from rovertrain.protocol.console import stderr_is_terminal
-
-        show = stderr_is_terminal() if progress is None else progress
-        run = ImportRun(stream, Progress(show), dry_run)
-        options = LerobotOptions(
-            Path(out), dry_run, tolerance, keepalive_ms, episodes, action_map, camera, rover_id
-        )
-        import_dataset(Path(dataset), options, run)
-        run.finish("lerobot")
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    show = stderr_is_terminal() if progress is None else progress
+    run = ImportRun(stream, Progress(show), dry_run)
+    options = LerobotOptions(
+        Path(out), dry_run, tolerance, keepalive_ms, episodes, action_map, camera, rover_id
+    )
+    import_dataset(Path(dataset), options, run)
+    run.finish("lerobot")
+    return ExitCode.COMPLETED
 
 
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")
-def models(root: str, current: bool) -> None:
+@events_body
+def models(stream: EventStream, root: str, current: bool) -> int:
     """List published checkpoints, verifying every file."""
+    from rovertrain.cli.models import list_models, show_current
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.cli.models import list_models, show_current
-
-        return show_current(root, stream) if current else list_models(root, stream)
-
-    _run_with_events(body)
+    return show_current(root, stream) if current else list_models(root, stream)
 
 
 @cli.command()
@@ -372,29 +385,30 @@ def models(root: str, current: bool) -> None:
     "--steering-deadband",
     type=click.FloatRange(0.0, DEADBAND.maximum),
     help="Re-send the movement command when a predicted value moves more than this from the "
-    "executed one (0: off; default: the job's steeringDeadband from model.json, else "
-    f"{DEADBAND.default}).",
+    "executed one (0: off; default: the job's steeringDeadband from model.json; a checkpoint "
+    f"from before it: {DEADBAND.before}).",
 )
+@events_body
 def export(
-    checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None
-) -> None:
+    stream: EventStream,
+    checkpoint: str,
+    out: str,
+    threshold: float | None,
+    steering_deadband: float | None,
+) -> int:
     """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
+    from rovertrain.deploy.export import export_checkpoint
+    from rovertrain.protocol.console import console_line
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.deploy.export import export_checkpoint
-        from rovertrain.protocol.console import console_line
-
-        exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
-        stream.emit("exported", **exported)
-        parity = exported["parity"]
-        assert isinstance(parity, dict)
-        console_line(
-            f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "
-            f"max |dp| {parity['maxAbsDiffProbability']:.2e} on {parity['windows']} windows)"
-        )
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
+    stream.emit("exported", **exported)
+    parity = exported["parity"]
+    assert isinstance(parity, dict)
+    console_line(
+        f"exported {exported['name']} to {exported['path']} (torch vs onnxruntime: "
+        f"max |dp| {parity['maxAbsDiffProbability']:.2e} on {parity['windows']} windows)"
+    )
+    return ExitCode.COMPLETED
 
 
 @cli.command()
@@ -409,7 +423,9 @@ def export(
     default=None,
     help="Live progress on stderr (default: on when stderr is a terminal).",
 )
+@events_body
 def replay(
+    stream: EventStream,
     checkpoint: str,
     root: str,
     session_id: str,
@@ -417,18 +433,14 @@ def replay(
     blind: bool,
     threads: int,
     progress: bool | None,
-) -> None:
+) -> int:
     """Run one recording through the rover runtime, tick by tick (CHECKPOINT: an exported
     folder or a checkpoint folder)."""
+    from rovertrain.deploy.replay import replay_session
+    from rovertrain.protocol.console import stderr_is_terminal
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.deploy.replay import replay_session
-        from rovertrain.protocol.console import stderr_is_terminal
-
-        show = stderr_is_terminal() if progress is None else progress
-        return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
-
-    _run_with_events(body)
+    show = stderr_is_terminal() if progress is None else progress
+    return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
 
 
 @cli.command()
@@ -498,65 +510,68 @@ def drive(
         raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
+    _drive(checkpoint, world, seconds, seeds, out, baselines, supervised, record)
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.deploy.drive import default_seconds, drive_policy
 
-        length = seconds if seconds is not None else default_seconds(world)
-        if supervised:
-            from rovertrain.deploy.supervised_drive import drive_supervised
+@events_body
+def _drive(
+    stream: EventStream,
+    checkpoint: str,
+    world: str,
+    seconds: float | None,
+    seeds: list[int],
+    out: str | None,
+    baselines: bool,
+    supervised: bool,
+    record: str | None,
+) -> int:
+    """`drive` once its options are checked (a usage error is click's, before any event)."""
+    from rovertrain.deploy.drive import default_seconds, drive_policy
 
-            return drive_supervised(checkpoint, world, length, seeds, record, stream)
-        return drive_policy(checkpoint, world, length, seeds, out, baselines, stream)
+    length = seconds if seconds is not None else default_seconds(world)
+    if supervised:
+        from rovertrain.deploy.supervised_drive import drive_supervised
 
-    _run_with_events(body)
+        return drive_supervised(checkpoint, world, length, seeds, record, stream)
+    return drive_policy(checkpoint, world, length, seeds, out, baselines, stream)
 
 
 @cli.command()
 @click.argument("job_dir", metavar="JOBDIR", type=click.Path())
 @click.option("--follow", "-f", is_flag=True, help="Keep following until the terminal event.")
 @click.option("--raw/--human", default=None, help="NDJSON (default when piped) or text.")
-def events(job_dir: str, follow: bool, raw: bool | None) -> None:
+@events_body
+def events(stream: EventStream, job_dir: str, follow: bool, raw: bool | None) -> int:
     """Print a job's events from the first one (root/training/jobs/<jobId>)."""
+    from rovertrain.protocol.eventlog import replay
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.protocol.eventlog import replay
-
-        assert stream.fd is not None
-        return replay(job_dir, follow, raw, stream.fd)
-
-    _run_with_events(body)
+    assert stream.fd is not None
+    return replay(job_dir, follow, raw, stream.fd)
 
 
 @cli.command()
 @click.argument("job_dir", metavar="JOBDIR", type=click.Path())
 @click.option("--out", "out", type=click.Path(), help="PNG path (default JOBDIR/report.png).")
-def report(job_dir: str, out: str | None) -> None:
+@events_body
+def report(stream: EventStream, job_dir: str, out: str | None) -> int:
     """Draw a job's dashboard: losses, held-out metrics against the gate, data set."""
+    from rovertrain.cli.report import write_report
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.cli.report import write_report
-
-        stream.emit("report", **write_report(job_dir, out))
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    stream.emit("report", **write_report(job_dir, out))
+    return ExitCode.COMPLETED
 
 
 @cli.command()
 @click.argument(
     "name", type=click.Choice(["events", "job", "session", "command", "model"], case_sensitive=True)
 )
-def schema(name: str) -> None:
+@events_body
+def schema(stream: EventStream, name: str) -> int:
     """Emit one of the shipped JSON Schemas as a `schema` event (`jq .schema` extracts it)."""
+    from rovertrain.protocol.schemas import load_schema
 
-    def body(stream: EventStream) -> int:
-        from rovertrain.protocol.schemas import load_schema
-
-        stream.emit("schema", name=name, schema=load_schema(name))
-        return ExitCode.COMPLETED
-
-    _run_with_events(body)
+    stream.emit("schema", name=name, schema=load_schema(name))
+    return ExitCode.COMPLETED
 
 
 def main() -> None:

@@ -1,19 +1,21 @@
 """How a published policy turns its outputs into commands: the job's decision knobs.
 
-The job file holds them at its top level; model.json carries the job's values to export and
-the rover's runtime, which fall back on these defaults for checkpoints written before a knob
-existed.
+Declared once, here. The job file holds them at its top level (`parse_settings`); model.json
+carries the job's values (`DecisionRules.to_json`), and export and the rover's runtime read
+them back from model.json and runtime.json with `recorded_rules`. A record written before a
+knob existed runs with what ran then, the knob's `before` value: steering did not exist before
+`steeringDeadband`, so such a record steers with 0 (only fired events), at export and in the
+runtime alike. New jobs get the defaults.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rovertrain.contracts.settings import knob
-
-DEFAULT_ACTION_THRESHOLD = 0.5
-DEFAULT_STEERING_DEADBAND = 0.1
-"""docs/learning.md, "Steering between the events"."""
+from rovertrain.contracts.errors import InvalidJob
+from rovertrain.contracts.settings import knob, parse_record, settings_json
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class DecisionRules:
     """Firing and steering: when the policy sends a command."""
 
     actionThreshold: float = knob(
-        DEFAULT_ACTION_THRESHOLD,
+        0.5,
         0,
         1,
         exclusive_minimum=True,
@@ -30,10 +32,39 @@ class DecisionRules:
         "gate, replay and the rover all use it)",
     )
     steeringDeadband: float = knob(
-        DEFAULT_STEERING_DEADBAND,
+        0.1,
         0,
         2,
+        before=0.0,
         doc="closed loop: the published policy re-sends its movement command when a predicted "
         "value moves more than this from what the rover executes, fired or not (0: only when "
         "the event head fires)",
     )
+
+    def to_json(self) -> dict[str, float]:
+        """The knobs as the job file and model.json hold them, in declaration order."""
+        return {name: float(value) for name, value in settings_json(self).items()}
+
+    def overridden(self, **given: float | None) -> DecisionRules:
+        """These rules with the named knobs replaced (None: kept): `export`'s options."""
+        return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
+
+
+RUNTIME_KEYS = {"actionThreshold": "threshold"}
+"""runtime.json's names for the knobs where they differ from the job's: its `threshold` is
+older than the job knob's name, and every runtime reads it."""
+
+
+class RecordedRulesError(ValueError):
+    """A record's decision knob that is not a value the knob takes."""
+
+
+def recorded_rules(
+    record: Mapping[str, object], keys: Mapping[str, str] | None = None
+) -> DecisionRules:
+    """The decision rules a model.json (`keys` None) or runtime.json (`RUNTIME_KEYS`) holds;
+    a knob it lacks is its `before` value. RecordedRulesError names the bad key."""
+    try:
+        return parse_record(DecisionRules, record, keys)
+    except InvalidJob as error:
+        raise RecordedRulesError(error.message.lstrip("/")) from None

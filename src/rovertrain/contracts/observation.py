@@ -21,6 +21,8 @@ STALE_FRAME_MS = 250
 STATE_SHORT_MS = 1000
 STATE_LONG_MS = 10000
 STATE_BINS = 10
+STATE_BIN_MS = TICK_MS
+"""The width of one elapsed-time bin: one tick, so the bins count the ticks since a command."""
 STATE_FEATURES_PER_SLOT = 4 + 3 + STATE_BINS
 """lastValue×VALUES, neverSent, short and long elapsed ramps, 100 ms elapsed bins."""
 

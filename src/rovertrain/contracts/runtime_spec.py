@@ -1,9 +1,11 @@
 """The runtime specification: what `rovertrain export` writes as `runtime.json` and the rover reads.
 
 One record, `RuntimeSpec`, both ways: `to_json` is the document export writes, `from_json`
-the validation the rover's runtime runs before it trusts a folder. The fields the runtime acts
-on are typed; the policy's own description (`policy`: architecture, input and output meaning,
-as the checkpoint's model.json holds it) travels along unchanged for people and other tools.
+the validation the rover's runtime runs once before it trusts a folder. Everything the runtime
+acts on is a typed field: the policy's input (`PolicySpec`: image, state, tick), its schema,
+and the decision rules (`contracts.decision`, declared once with the job's knobs). The
+policy's own description (architecture, input and output meaning, as the checkpoint's
+model.json holds it) also travels along unchanged for people and other tools.
 """
 
 from __future__ import annotations
@@ -12,8 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rovertrain.contracts.command_schema import Schema, validate_schema
+from rovertrain.contracts.decision import (
+    RUNTIME_KEYS,
+    DecisionRules,
+    RecordedRulesError,
+    recorded_rules,
+)
 from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.contracts.observation import SUPERSEDED_WITHOUT_BINS
+from rovertrain.contracts.settings import names
 
 FORMAT = "rovertrain-runtime/1"
 """manifest.json's format, and runtime.json's for a model of one picture per tick."""
@@ -31,15 +40,89 @@ MANIFEST_FILE = "manifest.json"
 IMAGE_INPUT = "images"
 STATE_INPUT = "states"
 OPSET = 18
-NO_STEERING = 0.0
-"""What an export written before `steeringDeadband` existed steers with: only fired events."""
 
+_DECISION_KEYS = tuple(RUNTIME_KEYS.get(name, name) for name in names(DecisionRules))
 # Keys of runtime.json that export adds around the policy's own description.
-_EXPORT_KEYS = ("format", "threshold", "steeringDeadband", "valueNames", "roles", "onnx", "model")
+_EXPORT_KEYS = ("format", *_DECISION_KEYS, "valueNames", "roles", "onnx", "model")
 
 
 class RuntimeSpecError(ValueError):
     """A runtime.json that is not a runtime specification this runtime can run."""
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """`input.image`: the model's picture input."""
+
+    width: int
+    height: int
+    frame_history: int
+    """Frames stacked along the channels, newest first, one tick apart (1 for a policy
+    exported before frame history existed)."""
+
+
+@dataclass(frozen=True)
+class StateInput:
+    """`input.state`: the model's command-state input."""
+
+    size: int
+    superseded_without_bins: bool
+    """Whether the state shows a superseded stop- or movement-role type without its bins
+    (`runtime.state.superseded_motion`); False for a policy exported before it."""
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    """`input`: what the model takes, once per tick."""
+
+    image: ImageInput
+    state: StateInput
+    tick_ms: int
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """The checkpoint's policy specification (model.json's `specification`).
+
+    What the runtime acts on is typed: `input`, `slots` and `values_per_slot` (the output
+    shapes) and `schema` (the command types, one slot each, in output order). `written` is the
+    whole specification as model.json holds it (version, architecture, input and output
+    meaning, ...), which runtime.json carries unchanged."""
+
+    input: PolicyInput
+    slots: int
+    values_per_slot: int
+    schema: Schema
+    written: JsonObject
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, JsonValue]) -> PolicySpec:
+        """Validate a policy specification; RuntimeSpecError names the bad field."""
+        try:
+            schema = validate_schema(document.get("schema"))
+        except ValueError as error:
+            raise RuntimeSpecError(f"schema: {error}") from None
+        given = _object(document.get("input"), "input")
+        image = _object(given.get("image"), "input.image")
+        state = _object(given.get("state"), "input.state")
+        return cls(
+            input=PolicyInput(
+                image=ImageInput(
+                    width=_count(image.get("width"), "input.image.width"),
+                    height=_count(image.get("height"), "input.image.height"),
+                    frame_history=_count(image.get("frameHistory", 1), "input.image.frameHistory"),
+                ),
+                state=StateInput(
+                    size=_count(state.get("size"), "input.state.size"),
+                    superseded_without_bins=_superseded(state.get("superseded")),
+                ),
+                tick_ms=_count(given.get("tickMs"), "input.tickMs"),
+            ),
+            slots=_count(document.get("slots"), "slots"),
+            values_per_slot=_count(document.get("valuesPerSlot"), "valuesPerSlot", minimum=0),
+            schema=schema,
+            written=dict(document),
+        )
 
 
 @dataclass(frozen=True)
@@ -53,74 +136,41 @@ class ModelIdentity:
     def to_json(self) -> JsonObject:
         return {"id": self.id, "name": self.name, "createdAt": self.created_at}
 
+    @classmethod
+    def from_json(cls, document: object) -> ModelIdentity:
+        """From model.json, or runtime.json's `model` (anything else: nothing known)."""
+        identity = document if isinstance(document, Mapping) else {}
+        return cls(
+            id=_text_or_none(identity.get("id")),
+            name=_text_or_none(identity.get("name")),
+            created_at=identity.get("createdAt"),
+        )
+
 
 @dataclass(frozen=True)
 class RuntimeSpec:
     """Everything the rover needs besides the ONNX graph.
 
-    `threshold`: an event fires at probability >= it. `steering_deadband`: see
-    `runtime.policy.steering_type` (0: off). `schema`: the command types, one slot each, in
-    the model's output order. `policy`: the checkpoint's policy specification (version,
-    architecture, input, output, slots, valuesPerSlot, schema, ...), kept as written."""
+    `policy`: the checkpoint's policy specification. `decision`: when an event fires
+    (`actionThreshold`, runtime.json's `threshold`: at probability >= it) and when the
+    executed movement is re-sent (`steeringDeadband`: see `runtime.policy.steering_type`, 0:
+    off). `model`: which published model it is."""
 
-    policy: JsonObject
-    schema: Schema
-    threshold: float
-    steering_deadband: float
+    policy: PolicySpec
+    decision: DecisionRules
     model: ModelIdentity
     opset: int = OPSET
 
     @property
-    def tick_ms(self) -> int:
-        return int(_number(_path(self.policy, "input", "tickMs"), "input.tickMs"))
-
-    @property
-    def state_size(self) -> int:
-        return int(_number(_path(self.policy, "input", "state", "size"), "input.state.size"))
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        """(width, height) of the model's image input."""
-        width = _number(_path(self.policy, "input", "image", "width"), "input.image.width")
-        height = _number(_path(self.policy, "input", "image", "height"), "input.image.height")
-        return int(width), int(height)
-
-    @property
-    def frame_history(self) -> int:
-        """Frames stacked along the image input's channels, newest first, one tick apart
-        (1 for a policy exported before frame history existed)."""
-        image = _path(self.policy, "input", "image")
-        history = image.get("frameHistory", 1) if isinstance(image, dict) else 1
-        return int(_number(history, "input.image.frameHistory"))
-
-    @property
-    def superseded_without_bins(self) -> bool:
-        """Whether the state shows a superseded stop- or movement-role type without its bins
-        (`runtime.state.superseded_motion`); False for a policy exported before it."""
-        state = _path(self.policy, "input", "state")
-        encoding = state.get("superseded") if isinstance(state, dict) else None
-        if encoding is None:
-            return False
-        if encoding != SUPERSEDED_WITHOUT_BINS:
-            raise RuntimeSpecError(
-                f"input.state.superseded {encoding!r} is not one this runtime builds"
-            )
-        return True
+    def schema(self) -> Schema:
+        return self.policy.schema
 
     @property
     def format(self) -> str:
         """The oldest runtime.json format that describes this model (older runtimes refuse it)."""
-        if self.superseded_without_bins:
+        if self.policy.input.state.superseded_without_bins:
             return SUPERSEDED_FORMAT
-        return FRAME_HISTORY_FORMAT if self.frame_history > 1 else FORMAT
-
-    @property
-    def slots(self) -> int:
-        return int(_number(self.policy.get("slots"), "slots"))
-
-    @property
-    def values_per_slot(self) -> int:
-        return int(_number(self.policy.get("valuesPerSlot"), "valuesPerSlot"))
+        return FRAME_HISTORY_FORMAT if self.policy.input.image.frame_history > 1 else FORMAT
 
     @property
     def roles(self) -> dict[str, str]:
@@ -129,9 +179,9 @@ class RuntimeSpec:
     def to_json(self) -> JsonObject:
         """runtime.json, in the order people read it: format, the policy, then the rules."""
         document: JsonObject = {"format": self.format}
-        document.update(self.policy)
-        document["threshold"] = self.threshold
-        document["steeringDeadband"] = self.steering_deadband
+        document.update(self.policy.written)
+        for name, value in self.decision.to_json().items():
+            document[RUNTIME_KEYS.get(name, name)] = value
         document["valueNames"] = {slot["type"]: list(slot["values"]) for slot in self.schema}
         document["roles"] = dict(self.roles)
         document["onnx"] = self._onnx()
@@ -139,80 +189,78 @@ class RuntimeSpec:
         return document
 
     def _onnx(self) -> JsonObject:
-        width, height = self.image_size
+        image = self.policy.input.image
         return {
             "opset": self.opset,
             "inputs": {
                 IMAGE_INPUT: {
                     "dtype": "uint8",
-                    "shape": ["batch", 3 * self.frame_history, height, width],
+                    "shape": ["batch", 3 * image.frame_history, image.height, image.width],
                 },
-                STATE_INPUT: {"dtype": "float32", "shape": ["batch", self.state_size]},
+                STATE_INPUT: {
+                    "dtype": "float32",
+                    "shape": ["batch", self.policy.input.state.size],
+                },
             },
             "outputs": {
-                "eventLogits": {"shape": ["batch", self.slots], "then": "sigmoid"},
-                "values": {"shape": ["batch", self.slots, self.values_per_slot]},
+                "eventLogits": {"shape": ["batch", self.policy.slots], "then": "sigmoid"},
+                "values": {"shape": ["batch", self.policy.slots, self.policy.values_per_slot]},
             },
             "normalisation": "inside the graph: (uint8 / 255 - mean) / std",
         }
 
     @classmethod
     def from_json(cls, document: object) -> RuntimeSpec:
-        """Validate a decoded runtime.json; RuntimeSpecError names what is wrong."""
+        """Validate a decoded runtime.json once; RuntimeSpecError names what is wrong.
+
+        A runtime.json without `steeringDeadband` was exported before steering existed and
+        runs as it did then (the knob's `before` value, 0: only fired events)."""
         if not isinstance(document, dict):
             raise RuntimeSpecError("runtime.json must be a JSON object")
         if document.get("format", FORMAT) not in FORMATS:
             raise RuntimeSpecError(
                 f"format {document.get('format')!r} is not one of {', '.join(FORMATS)}"
             )
-        policy: JsonObject = {k: v for k, v in document.items() if k not in _EXPORT_KEYS}
         try:
-            schema = validate_schema(document.get("schema"))
-        except ValueError as error:
-            raise RuntimeSpecError(f"schema: {error}") from None
-        threshold = _number(document.get("threshold"), "threshold")
-        # [0, 1]: `export --threshold` has always allowed 0 (fire every tick); a job's
-        # actionThreshold is narrower, (0, 1).
-        if not 0 <= threshold <= 1:
-            raise RuntimeSpecError(f"threshold {threshold} is not between 0 and 1")
-        deadband = _number(document.get("steeringDeadband", NO_STEERING), "steeringDeadband")
-        if deadband < 0:
-            raise RuntimeSpecError(f"steeringDeadband {deadband} is negative")
-        model = document.get("model")
-        identity = model if isinstance(model, dict) else {}
+            decision = recorded_rules(document, RUNTIME_KEYS)
+        except RecordedRulesError as error:
+            raise RuntimeSpecError(str(error)) from None
         onnx = document.get("onnx")
         opset = onnx.get("opset", OPSET) if isinstance(onnx, dict) else OPSET
-        spec = cls(
-            policy=policy,
-            schema=schema,
-            threshold=threshold,
-            steering_deadband=deadband,
-            model=ModelIdentity(
-                id=_text_or_none(identity.get("id")),
-                name=_text_or_none(identity.get("name")),
-                created_at=identity.get("createdAt"),
+        return cls(
+            policy=PolicySpec.from_json(
+                {k: v for k, v in document.items() if k not in _EXPORT_KEYS}
             ),
-            opset=int(_number(opset, "onnx.opset")),
+            decision=decision,
+            model=ModelIdentity.from_json(document.get("model")),
+            opset=_count(opset, "onnx.opset"),
         )
-        # Read every figure the runtime acts on once, so a malformed document fails here.
-        _ = (spec.tick_ms, spec.state_size, spec.image_size, spec.frame_history)
-        _ = spec.superseded_without_bins
-        return spec
 
 
-def _path(document: Mapping[str, JsonValue], *keys: str) -> JsonValue:
-    value: JsonValue = dict(document)
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
+def _object(value: JsonValue, name: str) -> Mapping[str, JsonValue]:
+    if not isinstance(value, dict):
+        raise RuntimeSpecError(f"{name} must be an object, got {value!r}")
     return value
 
 
-def _number(value: JsonValue | object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RuntimeSpecError(f"{name} must be a number, got {value!r}")
-    return float(value)
+def _count(value: JsonValue, name: str, minimum: int = 1) -> int:
+    """A whole number of at least `minimum` (a whole float, as JSON may write it, included)."""
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or not isinstance(value, int | float):
+        raise RuntimeSpecError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise RuntimeSpecError(f"{name} must be at least {minimum}, got {value!r}")
+    return int(value)
+
+
+def _superseded(encoding: JsonValue) -> bool:
+    if encoding is None:
+        return False
+    if encoding != SUPERSEDED_WITHOUT_BINS:
+        raise RuntimeSpecError(
+            f"input.state.superseded {encoding!r} is not one this runtime builds"
+        )
+    return True
 
 
 def _text_or_none(value: JsonValue) -> str | None:

@@ -5,7 +5,9 @@ layer that uses the knobs owns the class (data/settings.py, learn/settings.py, .
 that one declaration come the validation of a decoded JSON object (`parse_settings`, which
 names the JSON pointer of the first bad field), the JSON written back (`settings_json`), the
 JSON Schema properties (`settings_json_schema`) and the documentation table
-(`settings_table`).
+(`settings_table`); and the reading of the knobs a record carries on from a job (model.json,
+runtime.json: `parse_record`), where a record written before a knob existed ran with the
+knob's `before` value.
 
 A composite settings class groups settings classes that share one flat JSON object (the job
 file's `config`): each of its fields holds a settings class (`name: Group =
@@ -55,6 +57,9 @@ class Knob:
     exclusive_maximum: bool = False
     choices: tuple[str, ...] | None = None
     doc: str = ""
+    before: KnobValue | None = None
+    """What a record written before the knob existed (a model.json or runtime.json without
+    it) ran with; None: the default. `parse_record` reads it, never a job file."""
 
     def __post_init__(self) -> None:
         problem = _declaration_problem(self)
@@ -75,8 +80,8 @@ def _declaration_problem(spec: Knob) -> str | None:
     bounded = spec.minimum is not None or spec.maximum is not None
     exclusive = spec.exclusive_minimum or spec.exclusive_maximum
     if isinstance(spec.default, bool | str):
-        if bounded or exclusive or spec.integer:
-            return "a boolean or choice knob has no bounds"
+        if bounded or exclusive or spec.integer or spec.before is not None:
+            return "a boolean or choice knob has no bounds and no before value"
         if isinstance(spec.default, bool):
             return "a boolean knob has no choices" if spec.choices is not None else None
         if not spec.choices or spec.default not in spec.choices:
@@ -94,6 +99,13 @@ def _declaration_problem(spec: Knob) -> str | None:
         _checked(spec.default, spec, "")
     except InvalidJob as error:
         return f"the default is out of bounds ({error.message})"
+    if spec.before is not None:
+        if isinstance(spec.before, bool) or not isinstance(spec.before, int | float):
+            return "a numeric knob's before value is a number"
+        try:
+            _checked(spec.before, _closed(spec), "")
+        except InvalidJob as error:
+            return f"the before value is out of bounds ({error.message})"
     return None
 
 
@@ -107,10 +119,12 @@ def knob(
     exclusive_maximum: bool = False,
     choices: Sequence[str] | None = None,
     doc: str = "",
+    before: float | None = None,
 ) -> V:
     """A settings field: `name: int = knob(64, 1, 4096, integer=True, doc="...")`.
 
-    The field's name is the knob's JSON name; its default is `default`."""
+    The field's name is the knob's JSON name; its default is `default`. `before` (numeric
+    knobs): what a record written before the knob existed ran with, when not the default."""
     spec = Knob(
         default=default,
         minimum=minimum,
@@ -120,6 +134,7 @@ def knob(
         exclusive_maximum=exclusive_maximum,
         choices=None if choices is None else tuple(choices),
         doc=doc,
+        before=before,
     )
     return field(default=default, metadata={_KNOB: spec})
 
@@ -270,6 +285,38 @@ def parse_settings(cls: type[S], section: object, pointer: str) -> S:
     build = cast(Callable[..., S], cls)
     parts = {part.name: part.cls(**values.get(part.name, {})) for part in groups(cls)}
     return build(**values[None], **parts)
+
+
+def _closed(spec: Knob) -> Knob:
+    """`spec` with its bounds closed: what a record may hold (see `parse_record`)."""
+    return dataclasses.replace(spec, exclusive_minimum=False, exclusive_maximum=False, before=None)
+
+
+def parse_record(
+    cls: type[S], record: Mapping[str, object], keys: Mapping[str, str] | None = None
+) -> S:
+    """The knobs of a plain settings class as a record holds them (model.json, runtime.json):
+    each under its own name, or under `keys[name]` where the record names it otherwise; the
+    record's other keys are its own business.
+
+    A knob the record lacks takes its `before` value (else its default): the record was written
+    before the knob existed, and that is what it ran with. The bounds are closed, because a
+    record holds what was run, command-line overrides included (`export --threshold 0`).
+    Raises InvalidJob naming `/<key>` of the first bad value, in knob order."""
+    if groups(cls):
+        raise TypeError(f"{cls.__name__} is a composite: records hold plain settings classes")
+    renamed = keys or {}
+    values: dict[str, KnobValue] = {}
+    for k in knobs(cls):
+        key = renamed.get(k.name, k.name)
+        if key in record:
+            values[k.name] = _checked(record[key], _closed(k.spec), f"/{escape_pointer(key)}")
+        elif k.spec.before is None:
+            values[k.name] = k.spec.default
+        else:
+            values[k.name] = _checked(k.spec.before, _closed(k.spec), f"/{escape_pointer(key)}")
+    build = cast(Callable[..., S], cls)
+    return build(**values)
 
 
 def settings_json(settings: object) -> dict[str, KnobValue]:

@@ -27,7 +27,7 @@ import numpy as np
 
 from rovertrain import __version__
 from rovertrain.contracts.command_schema import Schema
-from rovertrain.contracts.decision import DEFAULT_ACTION_THRESHOLD, DEFAULT_STEERING_DEADBAND
+from rovertrain.contracts.decision import DecisionRules, RecordedRulesError, recorded_rules
 from rovertrain.contracts.errors import RovertrainError, require_packages
 from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.contracts.runtime_spec import (
@@ -38,6 +38,8 @@ from rovertrain.contracts.runtime_spec import (
     OPSET,
     RUNTIME_FILE,
     STATE_INPUT,
+    ModelIdentity,
+    PolicySpec,
     RuntimeSpec,
     RuntimeSpecError,
 )
@@ -81,33 +83,23 @@ def load_checkpoint(directory: Path) -> tuple[ModelJson, bytes]:
 
 def decision_rules(
     meta: ModelJson, threshold: float | None = None, steering_deadband: float | None = None
-) -> tuple[float, float]:
-    """(threshold, steering deadband): the given ones, else the job's from model.json, else
-    the defaults (checkpoints written before `steeringDeadband` existed get today's)."""
-    if threshold is None:
-        threshold = _float(meta.get("actionThreshold", DEFAULT_ACTION_THRESHOLD))
-    if steering_deadband is None:
-        steering_deadband = _float(meta.get("steeringDeadband", DEFAULT_STEERING_DEADBAND))
-    return threshold, steering_deadband
+) -> DecisionRules:
+    """The given rules (`export`'s options), else the job's from model.json; a checkpoint
+    written before a knob existed gets what it ran with then (`contracts.decision`)."""
+    try:
+        recorded = recorded_rules(meta)
+    except RecordedRulesError as error:
+        raise RovertrainError("invalid_checkpoint", f"model.json's {error}") from None
+    return recorded.overridden(actionThreshold=threshold, steeringDeadband=steering_deadband)
 
 
-def _float(value: JsonValue) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RovertrainError("invalid_checkpoint", f"model.json holds {value!r} for a number")
-    return float(value)
-
-
-def runtime_specification(
-    meta: ModelJson, threshold: float, steering_deadband: float
-) -> RuntimeSpec:
+def runtime_specification(meta: ModelJson, decision: DecisionRules) -> RuntimeSpec:
     """The runtime.json record of a verified checkpoint with these decision rules."""
     policy = meta.get("specification")
     if not isinstance(policy, dict):
         raise RovertrainError("invalid_checkpoint", "model.json has no policy specification")
-    identity = {"id": meta.get("id"), "name": meta.get("name"), "createdAt": meta.get("createdAt")}
-    document = {**policy, "threshold": threshold, "steeringDeadband": steering_deadband}
     try:
-        return RuntimeSpec.from_json({**document, "model": identity})
+        return RuntimeSpec(PolicySpec.from_json(policy), decision, ModelIdentity.from_json(meta))
     except RuntimeSpecError as error:
         raise RovertrainError(
             "invalid_checkpoint", "model.json's policy specification cannot be run", str(error)
@@ -267,7 +259,7 @@ def export_checkpoint(
     # 2. The checkpoint verifies and holds a policy this rovertrain exports.
     meta, weights = load_checkpoint(directory)
     model = restore_policy(directory, meta, weights)
-    spec = runtime_specification(meta, *decision_rules(meta, threshold, steering_deadband))
+    spec = runtime_specification(meta, decision_rules(meta, threshold, steering_deadband))
     # 3. The graph, and proof that it computes what torch computes.
     onnx_bytes = export_onnx(model)
     check = check_parity(model, onnx_bytes, directory, meta, spec.schema)
@@ -292,8 +284,8 @@ def export_checkpoint(
         "files": files,
         "parity": check.to_json(),
         "opset": OPSET,
-        "threshold": spec.threshold,
-        "steeringDeadband": spec.steering_deadband,
+        "threshold": float(spec.decision.actionThreshold),
+        "steeringDeadband": float(spec.decision.steeringDeadband),
         "elapsedSeconds": round(time.monotonic() - started, 3),
     }
 

@@ -99,7 +99,7 @@ def load_policy(path_text: str) -> LoadedPolicy:
     meta, weights = load_checkpoint(path)
     model = restore_policy(path, meta, weights)  # refuses another policy version
     torch.set_num_threads(1)
-    spec = runtime_specification(meta, *decision_rules(meta))
+    spec = runtime_specification(meta, decision_rules(meta))
     return LoadedPolicy(RoverPolicy(TorchSession(model), spec), "torch", spec.model.to_json())
 
 

@@ -125,10 +125,6 @@ class Job:
     def steeringDeadband(self) -> float:
         return float(self.decision.steeringDeadband)
 
-    def decision_json(self) -> dict[str, float]:
-        """The top-level decision knobs as the job file holds them (model.json, ranks' copy)."""
-        return {name: float(value) for name, value in settings_json(self.decision).items()}
-
 
 def load_job_text(text: str) -> Job:
     try:

@@ -36,7 +36,7 @@ def job_document(job: Job, job_id: str) -> dict[str, Any]:
     """The job as every rank reads it: the same settings, the root made absolute, the id set."""
     document: dict[str, Any] = {
         "root": str(job.root.resolve()),
-        **job.decision_json(),
+        **job.decision.to_json(),
         "config": job.config.to_json(),
         "gate": job.gate.to_json(),
         "jobId": job_id,

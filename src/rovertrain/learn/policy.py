@@ -19,11 +19,13 @@ from rovertrain.contracts.observation import (
     OBS_CHANNELS,
     OBS_HEIGHT,
     OBS_WIDTH,
+    STATE_BIN_MS,
     STATE_BINS,
     STATE_FEATURES_PER_SLOT,
     STATE_LONG_MS,
     STATE_SHORT_MS,
     SUPERSEDED_WITHOUT_BINS,
+    TICK_MS,
 )
 
 VERSION = 4
@@ -186,17 +188,20 @@ def specification(schema: Schema) -> dict[str, Any]:
                     "neverSent",
                     f"min(msSinceLast,{STATE_SHORT_MS})/{STATE_SHORT_MS}",
                     f"min(msSinceLast,{STATE_LONG_MS})/{STATE_LONG_MS}",
-                    *(f"msSinceLast in [{b * 100},{b * 100 + 100})" for b in range(STATE_BINS)),
+                    *(
+                        f"msSinceLast in [{b * STATE_BIN_MS},{(b + 1) * STATE_BIN_MS})"
+                        for b in range(STATE_BINS)
+                    ),
                 ],
                 "commandsStrictlyBeforeTickMs": True,
                 "superseded": SUPERSEDED_WITHOUT_BINS,
             },
-            "tickMs": 100,
+            "tickMs": TICK_MS,
         },
         "output": {
             "eventLogits": {"shape": [SLOTS], "activation": "sigmoid"},
             "values": {"shape": [SLOTS, VALUES], "activation": "tanh"},
-            "meaning": "slot fires within [tick, tick + 100 ms) with these values",
+            "meaning": f"slot fires within [tick, tick + {TICK_MS} ms) with these values",
         },
         "slots": SLOTS,
         "valuesPerSlot": VALUES,

@@ -162,24 +162,25 @@ class RoverPolicy:
         self.schema = spec.schema
         self.types = [slot["type"] for slot in self.schema]
         self.value_names = [list(slot["values"]) for slot in self.schema]
-        self.threshold = spec.threshold
-        self.tick_ms = spec.tick_ms
-        self.state_size = spec.state_size
+        self.threshold = float(spec.decision.actionThreshold)
+        self.steering_deadband = float(spec.decision.steeringDeadband)
+        given = spec.policy.input
+        self.tick_ms = given.tick_ms
+        self.state_size = given.state.size
         expected = (SLOTS * STATE_FEATURES_PER_SLOT, OBS_WIDTH, OBS_HEIGHT)
-        found = (self.state_size, *spec.image_size)
+        found = (given.state.size, given.image.width, given.image.height)
         if found != expected:
             raise PolicyFileError(
                 f"the model expects state size, width, height {found}; this runtime builds "
                 f"{expected}: export it with a matching rovertrain"
             )
-        self.frame_history = spec.frame_history
+        self.frame_history = given.image.frame_history
         if self.frame_history not in (1, FRAME_HISTORY):
             raise PolicyFileError(
                 f"the model stacks {self.frame_history} frames; this runtime runs 1 or "
                 f"{FRAME_HISTORY}: export it with a matching rovertrain"
             )
         self.roles = spec.roles
-        self.steering_deadband = spec.steering_deadband
         # The previous tick's model picture (HWC) and its tick time, for the frame history.
         self.previous: tuple[float, np.ndarray] | None = None
         # Supervised driving (`engage`): whether the policy drives now, and how often a
@@ -190,7 +191,7 @@ class RoverPolicy:
         # command before it; None: stopped or nothing sent), and what was sent since.
         self.executing: tuple[str, dict[str, float]] | None = None
         self.pending_execution: list[tuple[float, tuple[str, dict[str, float]] | None]] = []
-        self.tracker = StateTracker(self.schema, spec.superseded_without_bins)
+        self.tracker = StateTracker(self.schema, given.state.superseded_without_bins)
         self.rotation = 0
 
     @classmethod

@@ -28,6 +28,7 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Slot
 from rovertrain.contracts.observation import (
+    STATE_BIN_MS,
     STATE_BINS,
     STATE_FEATURES_PER_SLOT,
     STATE_LONG_MS,
@@ -74,7 +75,7 @@ def encode_states(
     states[:, :, SHORT_RAMP] = np.minimum(elapsed, STATE_SHORT_MS) / STATE_SHORT_MS
     states[:, :, LONG_RAMP] = np.minimum(elapsed, STATE_LONG_MS) / STATE_LONG_MS
     with np.errstate(invalid="ignore"):
-        bins = np.floor(elapsed / 100.0)
+        bins = np.floor(elapsed / STATE_BIN_MS)
     states[:, :, FIRST_BIN:] = bins[:, :, None] == _BIN_INDEX
     if motion is not None:
         superseded = superseded_motion(elapsed, motion)

@@ -1,0 +1,43 @@
+"""The decision knobs: declared once, carried by model.json and runtime.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rovertrain.contracts.decision import (
+    RUNTIME_KEYS,
+    DecisionRules,
+    RecordedRulesError,
+    recorded_rules,
+)
+from rovertrain.contracts.settings import knob_json_schema, knobs
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "rovertrain" / "schemas"
+
+
+def test_model_json_carries_each_knob_with_its_declared_bounds() -> None:
+    properties = json.loads((SCHEMAS / "model.schema.json").read_text())["properties"]
+    for declared in knobs(DecisionRules):
+        bounds = knob_json_schema(declared.spec)
+        del bounds["default"], bounds["description"]
+        described = properties[declared.name]
+        assert {key: described[key] for key in bounds} == bounds, declared.name
+
+
+def test_model_json_and_runtime_json_name_the_same_rules() -> None:
+    rules = DecisionRules(actionThreshold=0.3, steeringDeadband=0.2)
+    assert rules.to_json() == {"actionThreshold": 0.3, "steeringDeadband": 0.2}
+    assert recorded_rules(rules.to_json()) == rules
+    as_runtime = {RUNTIME_KEYS.get(name, name): value for name, value in rules.to_json().items()}
+    assert as_runtime == {"threshold": 0.3, "steeringDeadband": 0.2}
+    assert recorded_rules(as_runtime, RUNTIME_KEYS) == rules
+    assert rules.overridden(steeringDeadband=0.0) == DecisionRules(0.3, 0.0)
+    assert rules.overridden() == rules
+
+
+def test_a_bad_recorded_knob_is_named() -> None:
+    with pytest.raises(RecordedRulesError, match=r"^threshold: must be a number, got null$"):
+        recorded_rules({"threshold": None}, RUNTIME_KEYS)
