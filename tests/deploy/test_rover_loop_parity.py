@@ -1,7 +1,7 @@
 """The README's rover loop and `replay` decide alike on every tick of a recording, and the model
 sees the pictures training learned from.
 
-The rover loop is the README's (section "Deploying a policy", step 3), fed a recorded session:
+The rover loop is the README's (section "Use the model", step 3), fed a recorded session:
 its camera is a plain PyAV decode of the session's video (what a camera pipeline gives: every
 picture decoded in full, the newest one at or before each tick), its commands are the person's
 as the log has them, sent before each tick; the person drives, so the policy's decisions are
