@@ -10,18 +10,26 @@ For 640x480 30 fps videos of S seconds (default 300), VP8 and H.264, of two cont
   recorders do: x264 default preset (deblocking, B-frames, keyint 250) and VP8 as a browser's
   MediaRecorder (realtime, 2.5 Mbit/s, a keyframe every 100 frames);
 interleaved in one process, R rounds (best of each):
-- the reference: the `ffmpeg` CLI (`ffmpeg -threads N -i FILE -f null -`): the one on PATH,
+- the reference, like for like: the `ffmpeg` CLI doing the work the product does, a full
+  decode (loop filter included) of every frame with N codec threads, one frame per 100 ms
+  converted to full-size rgb24 and shrunk to 96x72 by area averaging on one filter thread,
+  written out raw (`ffmpeg -threads N -i FILE -filter_threads 1 -vf
+  fps=10,format=rgb24,scale=96:72:flags=area -f rawvideo -`, to /dev/null): the CLI on PATH,
   else the static build of the `imageio-ffmpeg` wheel (the `bench` extra, installed by
-  `make install`); without either, the fastest bare PyAV decode loop at N threads
+  `make install`); without either, the fastest bare PyAV loop at N threads doing the same
   (thread_type AUTO, FRAME and SLICE each timed; the best one counts) -- the line says which;
+- for scale only, not the reference: the CLI's bare decode (`-f null -`, no conversion);
 - rovertrain as a lone session's decoder child runs it: `decode_to_file` with the threads the
   pool gives a session with nothing queued behind it (`codec_threads(N, 0, 0)`, i.e. N): N
   keyframe segments on N threads where the video allows (the line says how many);
 - the same with every frame decoded, when the video has H.264 pictures the decode leaves out
-  (nothing references them and no tick shows them: decoder version 2);
+  (nothing references them and no tick shows them, since decoder version 2): the same decode
+  work as the reference;
 - rovertrain with N codec threads and no segments (the lone session before segments);
 - rovertrain with one thread (what every child had before that).
 The ratio reference/rovertrain is the throughput ratio (>= 1.3 wanted for the lone session).
+Both sides decode every picture in full (decoder version 3 applies the loop filter, as the
+reference does); the lone session leaves out only pictures whose absence changes no tick frame.
 A load-robust estimate follows for segmented decodes (critical path in CPU seconds against
 the reference's CPU per thread): rough, for machines whose cores are never idle.
 
@@ -51,7 +59,7 @@ import numpy as np
 
 import rovertrain.data.decode as decode
 import rovertrain.data.segment_decode as segment_decode
-from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, TICK_MS
 from rovertrain.data.decode import DecodeLimits, decode_to_file
 from rovertrain.data.decoder_pool import codec_threads
 from rovertrain.data.packet_scan import SkipPlan
@@ -156,18 +164,37 @@ def ffmpeg_version(executable: str) -> str:
     return first.splitlines()[0] if first else "unknown version"
 
 
+TICK_FRAMES = f"fps=10,format=rgb24,scale={OBS_WIDTH}:{OBS_HEIGHT}:flags=area"
+"""The product's output in FFmpeg's filters: one frame per 100 ms, converted to full-size
+rgb24, then shrunk to 96x72 by area averaging (`prepare_frame`'s definition, up to rounding)."""
+
+
 def ffmpeg_cli(executable: str, path: Path, threads: int) -> None:
+    """The reference: the product's decode and conversion work, by the `ffmpeg` CLI."""
+    subprocess.run([executable, "-v", "error", "-threads", str(threads), "-i", str(path),
+                    "-filter_threads", "1", "-vf", TICK_FRAMES, "-f", "rawvideo", "-"],
+                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def ffmpeg_cli_decode_only(executable: str, path: Path, threads: int) -> None:
+    """The CLI's bare decode, no conversion: less work than the product does (scale only)."""
     subprocess.run([executable, "-v", "error", "-threads", str(threads), "-i", str(path),
                     "-f", "null", "-"], check=True)  # fmt: skip
 
 
 def bare_pyav(path: Path, threads: int, thread_type: str) -> None:
+    """The reference without an `ffmpeg` CLI: a full decode of every frame, one frame per
+    100 ms converted to rgb24 and shrunk to 96x72 by libswscale's area averaging."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         stream.codec_context.thread_count = threads
         stream.codec_context.thread_type = thread_type
-        for _frame in container.decode(stream):
-            pass
+        next_tick = 0.0
+        for frame in container.decode(stream):
+            if frame.time is not None and frame.time >= next_tick:
+                next_tick = frame.time + TICK_MS / 1000
+                rgb = frame.reformat(format="rgb24")
+                rgb.reformat(width=OBS_WIDTH, height=OBS_HEIGHT, interpolation="AREA")
 
 
 def rovertrain_decode(path: Path, threads: int) -> dict[str, Any]:
@@ -238,7 +265,8 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     runs: dict[str, Callable[[], Any]] = {}
     executable = ffmpeg_executable()
     if executable:
-        runs["ffmpeg CLI"] = lambda: ffmpeg_cli(executable, path, threads)
+        runs["ffmpeg CLI, like for like"] = lambda: ffmpeg_cli(executable, path, threads)
+        runs["ffmpeg CLI, decode only"] = lambda: ffmpeg_cli_decode_only(executable, path, threads)
     else:
         for kind in ("AUTO", "FRAME", "SLICE"):
             runs[f"bare PyAV {kind}"] = lambda kind=kind: bare_pyav(path, threads, kind)
@@ -261,7 +289,11 @@ def lone_session(path: Path, threads: int, rounds: int) -> None:
     if executable:
         print(f"  reference CLI: {executable} ({ffmpeg_version(executable)})")
     best = interleaved(runs, rounds)
-    references = {name: figures for name, figures in best.items() if "rovertrain" not in name}
+    references = {
+        name: figures
+        for name, figures in best.items()
+        if name.startswith(("ffmpeg CLI, like", "bare"))
+    }
     reference_name = min(references, key=lambda name: references[name][0])
     reference = references[reference_name][0]
     for name, (wall, cpu) in best.items():

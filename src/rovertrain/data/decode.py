@@ -37,7 +37,9 @@ from rovertrain.data.video import (
 )
 
 # 2: H.264 pictures nothing references and no tick shows are not decoded (`packet_scan`).
-DECODER_VERSION = 2
+# 3: the loop filter is applied (it was skipped): the frames of a plain decode, as the rover's
+#    camera gives them. A store entry of an older version is decoded again, never mixed in.
+DECODER_VERSION = 3
 
 
 @dataclass(frozen=True)

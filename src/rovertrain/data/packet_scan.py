@@ -1,8 +1,8 @@
 """The video stream's packets in decode order, read by the demuxer alone (nothing decoded):
 where segments may be cut, and which H.264 pictures need no decoding.
 
-Skipping is part of what a decode is (`decode.DECODER_VERSION` 2): the sequential decode and
-the segmented one leave out the same packets, so they keep writing the same result; a
+Skipping is part of what a decode is (since `decode.DECODER_VERSION` 2): the sequential
+decode and the segmented one leave out the same packets, so they keep writing the same result; a
 video that decodes without errors, its frames in time order, writes the same tick frames as a
 decode of every frame (tests/data/test_frame_skipping.py; docs/recording-format.md says what
 differs otherwise).

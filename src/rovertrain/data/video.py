@@ -148,7 +148,8 @@ def open_video(
     path: Path, container_name: str, limits: DecodeLimits
 ) -> Iterator[tuple[InputContainer, VideoStream]]:
     """The container and its first video stream, checked against the limits and set up to
-    decode for 96 px ticks. Used by the decoder child and by replay alike."""
+    decode every picture as a plain decode does. Used by the decoder child and by replay
+    alike."""
     try:
         container = av.open(
             str(path), format=container_name, options={"protocol_whitelist": "file"}
@@ -172,11 +173,14 @@ def open_video(
                 "too_large",
                 f"video lasts {duration / 3600:.1f} h, over {limits.max_seconds / 60:.0f} minutes",
             )
+        # Codec threads change no pixel (H.264 and VP8 decode bit-exactly at any count).
         context.thread_count = max(1, limits.threads)
         context.thread_type = "AUTO"
-        # The policy sees 96 px frames; deblocking is invisible at that size.
+        # A full decode, loop filter included, as a camera or a plain PyAV decode gives the
+        # picture: skipping it moved VP8 tick frames by up to 31 levels at 96 px, and a trained
+        # policy decided about 1% of ticks otherwise (docs/performance.md, "One pixel path").
         # max_pixels: the decoder itself refuses to allocate frames beyond the limit.
-        context.options = {"skip_loop_filter": "all", "max_pixels": str(limits.max_pixels)}
+        context.options = {"max_pixels": str(limits.max_pixels)}
         yield container, stream
 
 
