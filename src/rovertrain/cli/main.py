@@ -15,16 +15,11 @@ from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
+from rovertrain.sim import registry
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
 """`export --steering-deadband` takes the job knob's bounds and default (declared once)."""
 
-WORLD_NAMES = ("road", "warehouse", "corridor")
-"""The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
-
-SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
-"""What `synth` records: the simulator's worlds and Gymnasium's CarRacing-v3
-(rovertrain.sim.carracing, needs `rovertrain[sim]`)."""
 
 if TYPE_CHECKING:
     from rovertrain.protocol.events import EventStream
@@ -189,9 +184,8 @@ def validate_job(job_path: str, offline: bool) -> None:
     "--world",
     default="road",
     show_default=True,
-    type=click.Choice(SYNTH_WORLDS),
-    help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos; "
-    "corridor: gentle bends, pallets, a careful driver; carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
+    type=click.Choice(registry.world_names()),
+    help=registry.world_help(),
 )
 def synth(
     out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool, world: str
@@ -199,23 +193,8 @@ def synth(
     """Write synthetic driving recordings and a ready job file."""
 
     def body(stream: EventStream) -> int:
-        if world == "carracing":
-            from rovertrain.sim import carracing
-
-            if shuffle_commands:
-                raise RovertrainError(
-                    "usage", "--shuffle-commands is not offered for --world carracing."
-                )
-            stream.emit("synthesized", **carracing.write_dataset(out, sessions, minutes, seed))
-            return ExitCode.COMPLETED
-        from rovertrain.sim.synth import write_dataset
-
-        stream.emit(
-            "synthesized",
-            **write_dataset(
-                out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=world
-            ),
-        )
+        recorded = registry.lookup(world).synthesize(out, sessions, minutes, seed, shuffle_commands)
+        stream.emit("synthesized", **recorded)
         return ExitCode.COMPLETED
 
     _run_with_events(body)
@@ -437,14 +416,10 @@ def replay(
     "--world",
     default="road",
     show_default=True,
-    type=click.Choice(SYNTH_WORLDS),
-    help="carracing: fresh CarRacing-v3 tracks (needs rovertrain[sim]).",
+    type=click.Choice(registry.world_names()),
+    help=registry.world_help(),
 )
-@click.option(
-    "--seconds",
-    type=click.FloatRange(1, 3600),
-    help="Simulated seconds per rollout [default: 120; carracing: 30].",
-)
+@click.option("--seconds", type=click.FloatRange(1, 3600), help=registry.seconds_help())
 @click.option(
     "--seed",
     "seed_list",
@@ -469,7 +444,7 @@ def replay(
     "--supervised",
     is_flag=True,
     help="Drive fresh (field) worlds while the human model watches and takes over outside "
-    "the safety envelope; reports take-overs (road, warehouse, corridor).",
+    f"the safety envelope; reports take-overs ({', '.join(registry.supervised_names())}).",
 )
 @click.option(
     "--record",
@@ -500,9 +475,9 @@ def drive(
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
 
     def body(stream: EventStream) -> int:
-        from rovertrain.deploy.drive import default_seconds, drive_policy
+        from rovertrain.deploy.drive import drive_policy
 
-        length = seconds if seconds is not None else default_seconds(world)
+        length = seconds if seconds is not None else registry.lookup(world).default_seconds
         if supervised:
             from rovertrain.deploy.supervised_drive import drive_supervised
 

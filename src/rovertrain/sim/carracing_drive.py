@@ -33,6 +33,7 @@ from rovertrain.sim.race import RaceFigures
 from rovertrain.sim.rollout import (
     BASELINES,
     ClosedLoopReport,
+    FrameSink,
     RolloutMetrics,
     command_counts,
     lane_figures,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     import gymnasium
 
 HAND_OVER_MS = 2000.0
-DEFAULT_SECONDS = 30.0
 STEP_MS = 1000.0 / FPS
 MOVING_SPEED = 1.0  # world units per second
 FRAMES_PER_TICK = 5  # environment steps per 100 ms
@@ -212,7 +212,7 @@ def race(
     track: int,
     make: Callable[[TrackFollower], RaceController],
     seconds: float,
-    on_frame: Callable[[np.ndarray], None] | None = None,
+    on_frame: FrameSink | None = None,
 ) -> RaceTrace:
     """One controller on track `track` for at most `seconds` (the episode may end first);
     `on_frame` gets the observation every 100 ms (a video)."""
@@ -222,14 +222,17 @@ def race(
     centre = follower_for(state)
     trace = RaceTrace(controller.name, seconds, track_tiles=len(state.track))
     executed = STANDSTILL
+    filmed = 0  # trace.commands[filmed:]: sent since the previous frame
     for step in range(round(seconds * FPS)):
         pose = car_pose(state)
+        offset = centre.distance_from_centre(pose) / TRACK_HALF_WIDTH
         if on_frame is not None and step % FRAMES_PER_TICK == 0:
-            on_frame(observation)
+            on_frame(observation, offset, trace.commands[filmed:])
+            filmed = len(trace.commands)
         sent = controller.act(step * STEP_MS, observation, pose)
         executed = executed_after(executed, sent)
         trace.commands.extend(sent)
-        trace.offsets.append(centre.distance_from_centre(pose) / TRACK_HALF_WIDTH)
+        trace.offsets.append(offset)
         trace.speeds.append(pose.speed)
         observation, reward, terminated, truncated, info = env.step(
             np.asarray(car_action(executed), dtype=np.float32)
@@ -298,7 +301,7 @@ def carracing_report(
     *,
     controllers: Sequence[str] | None = None,
     on_rollout: Callable[[RolloutMetrics, RaceTrace], None] | None = None,
-    video: Callable[[int], Callable[[np.ndarray], None] | None] | None = None,
+    video: Callable[[int], FrameSink | None] | None = None,
 ) -> ClosedLoopReport:
     """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring).
     `video(seed)` may return a frame sink for the policy's rollout on that seed."""

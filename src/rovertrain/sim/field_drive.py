@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 
@@ -33,26 +32,12 @@ from rovertrain.sim.rollout import (
     run_controller,
 )
 from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
+from rovertrain.sim.world_protocol import FieldRecording as FieldSession
 from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
 from rovertrain.store.durable import fsync_directory, rename_no_replace
-from rovertrain.store.layout import Layout
 
 RECORDED_FPS = 1000 // FRAME_MS
 FIELD_PROFILE = "gamepad"
-
-
-@dataclass(frozen=True)
-class FieldSession:
-    """Where one supervised rollout is recorded, and what the recording says of its drive."""
-
-    root: Path
-    session_id: str
-    rover: str
-    model: str
-
-    @property
-    def directory(self) -> Path:
-        return Layout(self.root).recording_dir(self.session_id)
 
 
 def field_session_id(world: str, model: str, seed: int) -> str:
@@ -111,7 +96,7 @@ def record_supervised(
     staging.mkdir(parents=True)
     try:
         with VideoRecorder(staging / H264.file, H264, WIDTH, HEIGHT, RECORDED_FPS) as video:
-            sink: FrameSink = lambda frame, _world, _sent: video.add(frame)  # noqa: E731
+            sink: FrameSink = lambda frame, _offset, _sent: video.add(frame)  # noqa: E731
             metrics, trace, log = supervised_rollout(world, seed, policy, seconds, envelope, sink)
         commands: list[CommandLine] = [command.record() for command in trace.commands]
         files = SessionFiles(

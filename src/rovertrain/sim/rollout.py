@@ -43,9 +43,12 @@ class RolloutTrace:
     obstacles: list[Obstacle] = field(default_factory=list)
     bystanders_met: int = 0
     bystanders_warned: int = 0
+    curvature: Callable[[float], float] | None = None  # the track's, at a distance along it
 
 
-FrameSink = Callable[[np.ndarray, World, list[SentCommand]], None]
+FrameSink = Callable[[np.ndarray, float, list[SentCommand]], None]
+"""A video's sink: a frame every 100 ms, the rover's offset from the centre line then (lane
+half-widths), and the commands sent since the previous frame."""
 
 
 def run_controller(
@@ -59,7 +62,7 @@ def run_controller(
     """Drive `world` with `controller` for `seconds`. `after_move` runs after each tick's
     physics (the recorder's camera); `on_frame` gets a frame every 100 ms (a video)."""
     end_ms = seconds * 1000.0
-    trace = RolloutTrace(controller.name, seconds)
+    trace = RolloutTrace(controller.name, seconds, curvature=world.track.curvature)
     frame: list[np.ndarray] = []
 
     def camera() -> np.ndarray:
@@ -78,7 +81,7 @@ def run_controller(
         if on_frame is not None:
             recent.extend(sent)
             if world.t_ms % FRAME_MS == 0:
-                on_frame(camera(), world, recent)
+                on_frame(camera(), world.pose.x, recent)
                 recent = []
         world.move(STEP_MS)
         trace.s.append(world.pose.s)
