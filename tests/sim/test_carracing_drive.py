@@ -50,7 +50,7 @@ def test_race_metrics_read_the_steps_driven() -> None:
     assert metrics.moving_fraction == 0.75
     assert metrics.distance_m == pytest.approx(75 * 40 * 0.02)
     assert metrics.commands_per_second == pytest.approx(4 / 2.0)  # 100 steps of 20 ms
-    assert metrics.race == RaceFigures(412.5, 120, 200, "time")
+    assert metrics.own == RaceFigures(412.5, 120, 200, "time")
     assert metrics.event_fields()["race"] == {
         "reward": 412.5, "tilesVisited": 120, "trackTiles": 200, "tileFraction": 0.6,
         "ended": "time",

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.deploy.tick_log import TICKS_FILE, DecisionLog, tick_rows, write_ticks
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.race import RaceFigures
 from rovertrain.sim.registry import lookup
 from rovertrain.sim.rollout import (
     BASELINES,
-    ClosedLoopReport,
+    AnyReport,
+    AnyRollout,
     FrameSink,
-    RolloutMetrics,
     RolloutTrace,
 )
 from rovertrain.sim.world_protocol import DriveRequest
@@ -61,7 +60,7 @@ class DriveMedia:
         self.video_sink = RolloutVideo(self.directory / "rollout.mp4", roles, scale)
         return self.video_sink
 
-    def rollout_done(self, metrics: RolloutMetrics, trace: RolloutTrace) -> None:
+    def rollout_done(self, metrics: AnyRollout, trace: RolloutTrace) -> None:
         if metrics.seed != self.first_seed:
             return
         if metrics.controller == "policy":
@@ -95,7 +94,7 @@ class DriveMedia:
         return files
 
 
-def rollout_line(metrics: RolloutMetrics) -> str:
+def rollout_line(metrics: AnyRollout) -> str:
     """One rollout in words (stderr)."""
     stop = metrics.stop_rate
     return (
@@ -104,29 +103,16 @@ def rollout_line(metrics: RolloutMetrics) -> str:
         f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
         + ("" if stop is None else f" ({stop:.0%})")
         + f", {metrics.distance_m:.0f} m"
-        + race_words(metrics.race)
+        + metrics.own.words()
     )
 
 
-def race_words(race: RaceFigures | None) -> str:
-    if race is None:
-        return ""
-    return (
-        f", reward {race.reward:.0f}, tiles {race.tiles_visited}/{race.track_tiles} "
-        f"({race.tile_fraction:.0%}), ended: {race.ended}"
-    )
-
-
-def margins_line(report: ClosedLoopReport) -> str:
+def margins_line(report: AnyReport) -> str:
     """The policy against each baseline in words (stderr)."""
-    line = f"policy: in lane {report.summaries['policy'].in_lane_fraction:.1%}"
-    race = report.summaries["policy"].race
-    if race is not None:
-        line += f", reward {race.reward:.0f} ({race.tile_fraction:.0%} of the tiles)"
+    policy = report.summaries["policy"]
+    line = f"policy: in lane {policy.in_lane_fraction:.1%}" + policy.own.words()
     for name, gap in report.margins.items():
-        line += f"; vs {name} {gap.in_lane_fraction:+.1%}"
-        if gap.race is not None and gap.race.reward_ratio is not None:
-            line += f" (reward x{gap.race.reward_ratio:.2f})"
+        line += f"; vs {name} {gap.in_lane_fraction:+.1%}" + gap.own.words()
         if gap.stop_rate is not None:
             line += f" (stops {gap.stop_rate:+.0%})"
     return line
@@ -158,7 +144,7 @@ def drive_policy(
     media = DriveMedia(directory, world, seeds[0], log)
 
     # 2. Every controller on every seed: a `rollout` event and a line on stderr each.
-    def on_rollout(metrics: RolloutMetrics) -> None:
+    def on_rollout(metrics: AnyRollout) -> None:
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(rollout_line(metrics))
 

@@ -15,11 +15,10 @@ from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
 from rovertrain.sim.registry import lookup, supervised_names
-from rovertrain.sim.rollout import RolloutMetrics, RolloutTrace, report_of
+from rovertrain.sim.rollout import AnyRollout, RolloutTrace
 from rovertrain.sim.supervised import Envelope, SupervisionLog
 from rovertrain.sim.world_protocol import FieldRecording, Supervision
 
-SUPERVISED = "supervised"
 FIELD_ROVER = "rover-field"
 
 
@@ -76,17 +75,15 @@ def drive_supervised(
     envelope = Envelope()
 
     # 2. Every seed under supervision: a `rollout` event and a line on stderr each.
-    def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace, log: SupervisionLog) -> None:
+    def on_rollout(metrics: AnyRollout, trace: RolloutTrace, log: SupervisionLog) -> None:
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(f"{rollout_line(metrics)}, {take_over_words(log)}")
 
-    rows = supervision.drive(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
+    report = supervision.drive(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
 
     # 3. The summary: field figures pooled over the seeds, and what was recorded.
-    report = report_of(world, seeds, seconds, (SUPERVISED,), rows)
     elapsed = time.monotonic() - started
     simulated = seconds * len(seeds)
-    field = report.summaries[SUPERVISED].field_figures
     recorded = (
         {"root": str(root), "sessions": [s.session_id for s in sessions.values()]}
         if root is not None
@@ -102,6 +99,7 @@ def drive_supervised(
         supervision={"envelope": envelope.event_fields(), "recorded": recorded},
         **report.summary_fields(),
     )
-    if field is not None:
-        console_line(field.words())
+    for summary in report.summaries.values():
+        if words := summary.own.words():
+            console_line(words)
     return ExitCode.COMPLETED

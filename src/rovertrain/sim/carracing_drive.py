@@ -12,7 +12,8 @@ alone. The copycat repeats the hand-over's last command every keepalive. The scr
 drives the whole rollout. Tracks are drawn from `--seed` values never used by
 `synth --world carracing` (`fresh_track`), so the policy has not seen them.
 
-Figures: the environment's own reward and tiles visited (`RaceFigures`), and the lane figures
+Figures: the environment's own reward and tiles visited (`RaceFigures`, the world's own
+figures: `RACE`), and the lane figures
 of the other worlds: |offset| from the centre line in road half-widths, in lane while <= 1,
 moving while faster than 1 unit/s, distance in world units.
 """
@@ -29,10 +30,11 @@ import numpy as np
 from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
 from rovertrain.sim.drivers import SentCommand, TickDecision, TickPolicy, commands_from_decision
-from rovertrain.sim.race import RaceFigures
+from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
     ClosedLoopReport,
+    FiguresKind,
     FrameSink,
     RolloutMetrics,
     command_counts,
@@ -58,6 +60,8 @@ HAND_OVER_MS = 2000.0
 STEP_MS = 1000.0 / FPS
 MOVING_SPEED = 1.0  # world units per second
 FRAMES_PER_TICK = 5  # environment steps per 100 ms
+RACE: FiguresKind[RaceFigures, RaceSummary, RaceMargin] = FiguresKind(race_summary, race_margin)
+RaceReport = ClosedLoopReport[RaceFigures, RaceSummary, RaceMargin]
 
 
 def fresh_track(seed: int) -> int:
@@ -246,7 +250,7 @@ def race(
     return trace
 
 
-def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
+def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
     """A rollout's figures (pure): the lane figures over the steps driven, the race's own."""
     offsets = np.asarray(trace.offsets, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(offsets, STEP_MS)
@@ -270,7 +274,7 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
         command_counts=counts,
         bystanders_met=0,
         bystanders_warned=0,
-        race=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
+        own=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
     )
 
 
@@ -300,15 +304,15 @@ def carracing_report(
     seconds: float,
     *,
     controllers: Sequence[str] | None = None,
-    on_rollout: Callable[[RolloutMetrics, RaceTrace], None] | None = None,
+    on_rollout: Callable[[RolloutMetrics[RaceFigures], RaceTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
-) -> ClosedLoopReport:
+) -> RaceReport:
     """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring).
     `video(seed)` may return a frame sink for the policy's rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
     env = make_env(round(seconds * FPS) + 1)
-    rows: list[RolloutMetrics] = []
+    rows: list[RolloutMetrics[RaceFigures]] = []
     try:
         for name in controllers:
             make = controller_maker(name, policy_factory)
@@ -321,4 +325,4 @@ def carracing_report(
                     on_rollout(metrics, trace)
     finally:
         env.close()
-    return report_of(WORLD, seeds, seconds, controllers, rows)
+    return report_of(WORLD, seeds, seconds, controllers, rows, RACE)

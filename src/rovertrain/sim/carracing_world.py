@@ -14,7 +14,7 @@ from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, Film
 if TYPE_CHECKING:
     from rovertrain.contracts.command_schema import Slot
     from rovertrain.sim.carracing_drive import RaceTrace
-    from rovertrain.sim.rollout import RolloutMetrics
+    from rovertrain.sim.rollout import AnyRollout
 
 NAME = "carracing"
 DEFAULT_SECONDS = 30.0
@@ -82,7 +82,7 @@ class CarRacingWorld:
         roles = self.roles()
         driven: list[float] = []
 
-        def on_race(metrics: RolloutMetrics, trace: RaceTrace) -> None:
+        def on_race(metrics: AnyRollout, trace: RaceTrace) -> None:
             driven.append(trace.driven_seconds)
             request.on_rollout(metrics)
 

@@ -14,22 +14,29 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rovertrain.contracts.observation import TICK_MS
-from rovertrain.data.field import FieldFigures
+from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.data.recording import Command, CommandLine
 from rovertrain.data.windows import driving_field_figures
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
+    NO_FIGURES,
+    AnyRollout,
+    ClosedLoopReport,
+    FiguresKind,
     FrameSink,
+    NoOwnFigures,
     RolloutMetrics,
     RolloutTrace,
+    report_of,
     rollout_metrics,
     run_controller,
+    with_own,
 )
 from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
 from rovertrain.sim.world_protocol import FieldRecording as FieldSession
@@ -47,6 +54,43 @@ def field_session_id(world: str, model: str, seed: int) -> str:
     return f"{WORLDS[world].session_prefix}-field-{short}-{seed:04d}"
 
 
+@dataclass(frozen=True)
+class TakeOvers:
+    """A supervised rollout's own figures: its field figures (`data.field`), as the event's
+    `field` object (the rollout's line on stderr ends with the take-overs' reasons instead)."""
+
+    figures: FieldFigures
+
+    def own_fields(self) -> dict[str, object]:
+        return {"field": self.figures.event_fields()}
+
+    def words(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class PooledTakeOvers(TakeOvers):
+    """The field figures of every seed added up (`data.field.pooled`), in a line of words."""
+
+    def words(self) -> str:
+        return self.figures.words()
+
+
+def pooled_take_overs(rows: Sequence[TakeOvers]) -> PooledTakeOvers:
+    return PooledTakeOvers(pooled(row.figures for row in rows))
+
+
+def no_margin(policy: PooledTakeOvers, baseline: PooledTakeOvers) -> NoOwnFigures:
+    return NO_FIGURES  # one controller: the policy under supervision
+
+
+TAKE_OVERS: FiguresKind[TakeOvers, PooledTakeOvers, NoOwnFigures] = FiguresKind(
+    pooled_take_overs, no_margin
+)
+SUPERVISED = "supervised"
+SupervisedRollout = tuple[RolloutMetrics[TakeOvers], RolloutTrace, SupervisionLog]
+
+
 def supervised_rollout(
     world: str,
     seed: int,
@@ -54,14 +98,14 @@ def supervised_rollout(
     seconds: float,
     envelope: Envelope,
     on_frame: FrameSink | None = None,
-) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+) -> SupervisedRollout:
     """The policy drives field seed `seed` of `world` under supervision for `seconds`."""
     scenario = rollout_scenario(world, seed, FIELD)
     driver = SupervisedDriver(policy, scenario.human, human_opening(world, seed, FIELD), envelope)
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
     metrics = rollout_metrics(trace, seed)
     return (
-        replace(metrics, field_figures=rollout_field(trace, driver.log, world)),
+        with_own(metrics, TakeOvers(rollout_field(trace, driver.log, world))),
         trace,
         driver.log,
     )
@@ -85,7 +129,7 @@ def record_supervised(
     policy: SupervisedPolicy,
     seconds: float,
     envelope: Envelope,
-) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+) -> SupervisedRollout:
     """`supervised_rollout`, written as the recording `session` (under a temporary name,
     renamed into place complete: a job never lists half a recording)."""
     from rovertrain.sim.synth import H264, SessionFiles, VideoRecorder
@@ -114,16 +158,17 @@ def record_supervised(
     return metrics, trace, log
 
 
-def field_report_rows(
+def field_report(
     world: str,
     seeds: Sequence[int],
     policy: SupervisedPolicy,
     seconds: float,
     envelope: Envelope,
     record: Callable[[int], FieldSession | None],
-    on_rollout: Callable[[RolloutMetrics, RolloutTrace, SupervisionLog], None],
-) -> list[RolloutMetrics]:
-    """Every seed driven under supervision (recorded where `record(seed)` names a session)."""
+    on_rollout: Callable[[AnyRollout, RolloutTrace, SupervisionLog], None],
+) -> ClosedLoopReport[TakeOvers, PooledTakeOvers, NoOwnFigures]:
+    """Every seed driven under supervision (recorded where `record(seed)` names a session),
+    pooled as the one controller `supervised`."""
     rows = []
     for seed in seeds:
         session = record(seed)
@@ -133,12 +178,12 @@ def field_report_rows(
             result = record_supervised(session, world, seed, policy, seconds, envelope)
         rows.append(result[0])
         on_rollout(*result)
-    return rows
+    return report_of(world, seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)
 
 
 __all__ = [
     "FieldSession",
-    "field_report_rows",
+    "field_report",
     "field_session_id",
     "record_supervised",
     "supervised_rollout",

@@ -14,15 +14,14 @@ passed when the rover went by it beside the lane.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
-from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import human_opening, rollout_scenario
 
@@ -97,8 +96,63 @@ def run_controller(
     return trace
 
 
+class OwnFigures(Protocol):
+    """A world's own figures beside the driving figures every world reports: one rollout's,
+    a controller's pooled over the seeds, or the policy's margin over a baseline (CarRacing's
+    race, a supervised drive's take-overs)."""
+
+    def own_fields(self) -> dict[str, object]:
+        """The event's fields they add (`{"race": {...}}`; none on a plain rover drive)."""
+        ...
+
+    def words(self) -> str:
+        """What a person reads of them after the driving figures (stderr)."""
+        ...
+
+
 @dataclass(frozen=True)
-class RolloutMetrics:
+class NoOwnFigures:
+    """A world that reports the driving figures only."""
+
+    def own_fields(self) -> dict[str, object]:
+        return {}
+
+    def words(self) -> str:
+        return ""
+
+
+NO_FIGURES = NoOwnFigures()
+RowT = TypeVar("RowT", bound=OwnFigures, covariant=True)  # a rollout's own figures
+PoolT = TypeVar("PoolT", bound=OwnFigures, covariant=True)  # pooled over the seeds
+GapT = TypeVar("GapT", bound=OwnFigures, covariant=True)  # a margin's
+Row = TypeVar("Row", bound=OwnFigures)
+Pool = TypeVar("Pool", bound=OwnFigures)
+Gap = TypeVar("Gap", bound=OwnFigures)
+
+
+@dataclass(frozen=True)
+class FiguresKind(Generic[Row, Pool, Gap]):
+    """How a world pools its own figures over the seeds and compares two controllers'."""
+
+    pool: Callable[[Sequence[Row]], Pool]
+    margin: Callable[[Pool, Pool], Gap]
+
+
+def _no_pool(rows: Sequence[OwnFigures]) -> NoOwnFigures:
+    return NO_FIGURES
+
+
+def _no_margin(policy: OwnFigures, baseline: OwnFigures) -> NoOwnFigures:
+    return NO_FIGURES
+
+
+DRIVING_ONLY: FiguresKind[NoOwnFigures, NoOwnFigures, NoOwnFigures] = FiguresKind(
+    _no_pool, _no_margin
+)
+
+
+@dataclass(frozen=True)
+class RolloutMetrics(Generic[RowT]):
     controller: str
     seed: int
     seconds: float
@@ -115,8 +169,7 @@ class RolloutMetrics:
     command_counts: dict[str, int]
     bystanders_met: int
     bystanders_warned: int
-    race: RaceFigures | None = None  # a track environment's own score (CarRacing)
-    field_figures: FieldFigures | None = None  # a supervised rollout's take-overs
+    own: RowT  # the world's own figures
 
     @property
     def stop_rate(self) -> float | None:
@@ -130,12 +183,21 @@ class RolloutMetrics:
             **driving_fields(self),
             "commandCounts": self.command_counts,
             "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
+            **self.own.own_fields(),
         }
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        if self.field_figures is not None:
-            fields["field"] = self.field_figures.event_fields()
         return fields
+
+
+AnyRollout = RolloutMetrics[OwnFigures]
+
+
+def with_own(metrics: AnyRollout, own: Row) -> RolloutMetrics[Row]:
+    """`metrics` with other own figures (a supervised rollout's take-overs)."""
+    fields: dict[str, Any] = {
+        item.name: getattr(metrics, item.name) for item in dataclasses.fields(metrics)
+    }
+    fields["own"] = own
+    return RolloutMetrics(**fields)
 
 
 class DrivingFigures(Protocol):
@@ -230,7 +292,7 @@ def command_counts(commands: Sequence[SentCommand]) -> dict[str, int]:
     return counts
 
 
-def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
+def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics[NoOwnFigures]:
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
@@ -252,11 +314,12 @@ def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
         command_counts=counts,
         bystanders_met=trace.bystanders_met,
         bystanders_warned=trace.bystanders_warned,
+        own=NO_FIGURES,
     )
 
 
 @dataclass(frozen=True)
-class ControllerSummary:
+class ControllerSummary(Generic[PoolT]):
     """One controller over all seeds: lane figures averaged per seed, obstacles pooled."""
 
     controller: str
@@ -271,27 +334,25 @@ class ControllerSummary:
     collided: int
     passed: int
     commands_per_second: float
-    race: RaceSummary | None = None
-    field_figures: FieldFigures | None = None
+    own: PoolT  # the world's own figures, pooled
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
     def event_fields(self) -> dict[str, object]:
-        fields = {**driving_fields(self), "departedSeeds": self.departed_seeds}
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        if self.field_figures is not None:
-            fields["field"] = self.field_figures.event_fields()
-        return fields
+        return {
+            **driving_fields(self),
+            "departedSeeds": self.departed_seeds,
+            **self.own.own_fields(),
+        }
 
 
-def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
+def controller_summary(
+    rows: Sequence[RolloutMetrics[Row]], kind: FiguresKind[Row, Pool, Gap]
+) -> ControllerSummary[Pool]:
     """One controller's rollouts (all of the same controller) pooled over the seeds."""
     departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
-    races = [r.race for r in rows if r.race is not None]
-    fields = [r.field_figures for r in rows if r.field_figures is not None]
     return ControllerSummary(
         controller=rows[0].controller,
         in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
@@ -305,13 +366,12 @@ def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
         collided=sum(r.collided for r in rows),
         passed=sum(r.passed for r in rows),
         commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
-        race=race_summary(races) if races and len(races) == len(rows) else None,
-        field_figures=pooled(fields) if fields and len(fields) == len(rows) else None,
+        own=kind.pool([r.own for r in rows]),
     )
 
 
 @dataclass(frozen=True)
-class Margin:
+class Margin(Generic[GapT]):
     """The policy minus a baseline (positive: the policy did better, except offset)."""
 
     baseline: str
@@ -319,21 +379,23 @@ class Margin:
     mean_abs_offset: float
     stop_rate: float | None
     distance_ratio: float | None
-    race: RaceMargin | None = None
+    own: GapT  # the world's own figures compared
 
     def event_fields(self) -> dict[str, object]:
-        fields: dict[str, object] = {
+        return {
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
             "distanceRatio": None if self.distance_ratio is None else round(self.distance_ratio, 3),
+            **self.own.own_fields(),
         }
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        return fields
 
 
-def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
+def margin(
+    policy: ControllerSummary[Pool],
+    baseline: ControllerSummary[Pool],
+    kind: FiguresKind[Row, Pool, Gap],
+) -> Margin[Gap]:
     stop = None
     if policy.stop_rate is not None and baseline.stop_rate is not None:
         stop = policy.stop_rate - baseline.stop_rate
@@ -343,22 +405,20 @@ def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
         mean_abs_offset=policy.mean_abs_offset - baseline.mean_abs_offset,
         stop_rate=stop,
         distance_ratio=policy.distance_m / baseline.distance_m if baseline.distance_m else None,
-        race=(
-            race_margin(policy.race, baseline.race)
-            if policy.race is not None and baseline.race is not None
-            else None
-        ),
+        own=kind.margin(policy.own, baseline.own),
     )
 
 
 @dataclass(frozen=True)
-class ClosedLoopReport:
+class ClosedLoopReport(Generic[RowT, PoolT, GapT]):
+    """The rollouts of a drive, each controller's pooled figures, the policy's margins."""
+
     world: str
     seeds: tuple[int, ...]
     seconds: float
-    rollouts: tuple[RolloutMetrics, ...]
-    summaries: Mapping[str, ControllerSummary]
-    margins: Mapping[str, Margin]  # baseline name -> the policy's margin over it
+    rollouts: tuple[RolloutMetrics[RowT], ...]
+    summaries: Mapping[str, ControllerSummary[PoolT]]
+    margins: Mapping[str, Margin[GapT]]  # baseline name -> the policy's margin over it
 
     def summary_fields(self) -> dict[str, object]:
         return {
@@ -370,6 +430,10 @@ class ClosedLoopReport:
             },
             "margins": {name: m.event_fields() for name, m in self.margins.items()},
         }
+
+
+AnyReport = ClosedLoopReport[OwnFigures, OwnFigures, OwnFigures]
+DrivingReport = ClosedLoopReport[NoOwnFigures, NoOwnFigures, NoOwnFigures]
 
 
 def make_controller(
@@ -398,7 +462,7 @@ def rollout(
     policy_factory: Callable[[], TickPolicy] | None = None,
     on_frame: FrameSink | None = None,
     hand_over: bool = True,
-) -> tuple[RolloutMetrics, RolloutTrace]:
+) -> tuple[RolloutMetrics[NoOwnFigures], RolloutTrace]:
     """One controller on world seed `seed` (the human model is the scenario's own driver).
     `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
     scenario = rollout_scenario(world_name, seed)
@@ -418,10 +482,10 @@ def closed_loop_report(
     seconds: float,
     *,
     controllers: Sequence[str] | None = None,
-    on_rollout: Callable[[RolloutMetrics, RolloutTrace], None] | None = None,
+    on_rollout: Callable[[RolloutMetrics[NoOwnFigures], RolloutTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
     hand_over: bool = True,
-) -> ClosedLoopReport:
+) -> DrivingReport:
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
 
     `policy_factory` is called once per policy rollout (a cached policy is fine: the driver
@@ -429,7 +493,7 @@ def closed_loop_report(
     sink for the policy's rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
-    rows: list[RolloutMetrics] = []
+    rows: list[RolloutMetrics[NoOwnFigures]] = []
     for name in controllers:
         for seed in seeds:
             sink = video(seed) if video is not None and name == "policy" else None
@@ -437,7 +501,7 @@ def closed_loop_report(
             rows.append(metrics)
             if on_rollout is not None:
                 on_rollout(metrics, trace)
-    return report_of(world, seeds, seconds, controllers, rows)
+    return report_of(world, seeds, seconds, controllers, rows, DRIVING_ONLY)
 
 
 def report_of(
@@ -445,17 +509,18 @@ def report_of(
     seeds: Sequence[int],
     seconds: float,
     controllers: Sequence[str],
-    rows: Sequence[RolloutMetrics],
-) -> ClosedLoopReport:
+    rows: Sequence[RolloutMetrics[Row]],
+    kind: FiguresKind[Row, Pool, Gap],
+) -> ClosedLoopReport[Row, Pool, Gap]:
     """Every controller's rollouts pooled, and the policy's margin over each other one."""
     summaries = {
-        name: controller_summary([row for row in rows if row.controller == name])
+        name: controller_summary([row for row in rows if row.controller == name], kind)
         for name in controllers
     }
     margins = {}
     if "policy" in summaries:
         margins = {
-            name: margin(summaries["policy"], summary)
+            name: margin(summaries["policy"], summary, kind)
             for name, summary in summaries.items()
             if name != "policy"
         }
@@ -464,9 +529,15 @@ def report_of(
 
 __all__ = [
     "BASELINES",
+    "DRIVING_ONLY",
+    "NO_FIGURES",
+    "AnyReport",
+    "AnyRollout",
     "ClosedLoopReport",
     "ControllerSummary",
+    "FiguresKind",
     "Margin",
+    "OwnFigures",
     "RolloutMetrics",
     "RolloutTrace",
     "closed_loop_report",

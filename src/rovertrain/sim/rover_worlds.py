@@ -13,9 +13,9 @@ from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, FieldRecor
 
 if TYPE_CHECKING:
     from rovertrain.contracts.command_schema import Slot
-    from rovertrain.sim.rollout import RolloutMetrics, RolloutTrace
+    from rovertrain.sim.rollout import AnyReport, AnyRollout, RolloutTrace
     from rovertrain.sim.supervised import Envelope, SupervisedPolicy
-    from rovertrain.sim.world_protocol import SupervisedRollout
+    from rovertrain.sim.world_protocol import OnSupervisedRollout
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,11 @@ class FieldSupervision:
         seconds: float,
         envelope: Envelope,
         record: Callable[[int], FieldRecording | None],
-        on_rollout: SupervisedRollout,
-    ) -> list[RolloutMetrics]:
-        from rovertrain.sim.field_drive import field_report_rows
+        on_rollout: OnSupervisedRollout,
+    ) -> AnyReport:
+        from rovertrain.sim.field_drive import field_report
 
-        return field_report_rows(self.world, seeds, policy, seconds, envelope, record, on_rollout)
+        return field_report(self.world, seeds, policy, seconds, envelope, record, on_rollout)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class RoverWorld:
 
         roles = self.roles()
 
-        def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace) -> None:
+        def on_rollout(metrics: AnyRollout, trace: RolloutTrace) -> None:
             film.rollout_done(metrics, trace)
             request.on_rollout(metrics)
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from rovertrain.contracts.command_schema import Slot
     from rovertrain.sim.drivers import TickPolicy
-    from rovertrain.sim.rollout import ClosedLoopReport, FrameSink, RolloutMetrics, RolloutTrace
+    from rovertrain.sim.rollout import AnyReport, AnyRollout, FrameSink, RolloutTrace
     from rovertrain.sim.supervised import Envelope, SupervisedPolicy, SupervisionLog
 
 
@@ -30,7 +30,7 @@ class Film(Protocol):
         many times a frame is enlarged (a small observation)."""
         ...
 
-    def rollout_done(self, metrics: RolloutMetrics, trace: RolloutTrace) -> None:
+    def rollout_done(self, metrics: AnyRollout, trace: RolloutTrace) -> None:
         """A rollout on a world with a lane path (the ticks and the trajectory picture)."""
         ...
 
@@ -43,12 +43,12 @@ class DriveRequest:
     seeds: Sequence[int]
     seconds: float
     controllers: Sequence[str]
-    on_rollout: Callable[[RolloutMetrics], None]
+    on_rollout: Callable[[AnyRollout], None]
 
 
 @dataclass(frozen=True)
 class DriveOutcome:
-    report: ClosedLoopReport
+    report: AnyReport
     simulated_seconds: float  # a rollout may end early (a lap on CarRacing)
 
 
@@ -66,7 +66,7 @@ class FieldRecording:
         return Layout(self.root).recording_dir(self.session_id)
 
 
-SupervisedRollout = Callable[["RolloutMetrics", "RolloutTrace", "SupervisionLog"], None]
+OnSupervisedRollout = Callable[["AnyRollout", "RolloutTrace", "SupervisionLog"], None]
 
 
 class Supervision(Protocol):
@@ -83,9 +83,10 @@ class Supervision(Protocol):
         seconds: float,
         envelope: Envelope,
         record: Callable[[int], FieldRecording | None],
-        on_rollout: SupervisedRollout,
-    ) -> list[RolloutMetrics]:
-        """Every seed driven under supervision (recorded where `record(seed)` names one)."""
+        on_rollout: OnSupervisedRollout,
+    ) -> AnyReport:
+        """Every seed driven under supervision (recorded where `record(seed)` names one),
+        pooled as one controller."""
         ...
 
 
