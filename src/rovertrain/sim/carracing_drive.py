@@ -29,7 +29,14 @@ import numpy as np
 
 from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
-from rovertrain.sim.drivers import SentCommand, TickDecision, TickPolicy, commands_from_decision
+from rovertrain.sim.drivers import (
+    Camera,
+    Controller,
+    SentCommand,
+    TickDecision,
+    TickPolicy,
+    commands_from_decision,
+)
 from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -71,14 +78,6 @@ def fresh_track(seed: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-class RaceController(Protocol):
-    name: str
-
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
-        """The commands sent at `t_ms` (the car executes the last `drive` one)."""
-        ...
-
-
 class ScriptedDriver:
     """The privileged driver that recorded the data, through the same teleop page, without
     the lapses it has while recording (`teleop.Lapses`): the stricter reference."""
@@ -88,7 +87,7 @@ class ScriptedDriver:
     def __init__(self, follower: TrackFollower):
         self.follower, self.link = follower, TeleopLink()
 
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+    def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
         sent = self.link.offer(t_ms, self.follower.wish(pose))
         return [] if sent is None else [sent]
 
@@ -115,10 +114,11 @@ class HandedOver:
         self.name, self.driver, self.after = name, driver, after
         self.history: list[SentCommand] = []
 
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+    def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
+        observation = camera()
         if t_ms < HAND_OVER_MS:
             self.after.watch(t_ms, observation)
-            sent = self.driver.act(t_ms, observation, pose)
+            sent = self.driver.act(t_ms, camera, pose)
             for command in sent:
                 self.after.observe(command)
             self.history.extend(sent)
@@ -181,6 +181,11 @@ class PolicyAfter:
         return sent
 
 
+def showing(observation: np.ndarray) -> Camera:
+    """The car's camera at a step: the environment's newest observation."""
+    return lambda: observation
+
+
 def executed_after(executed: Wish, sent: Sequence[SentCommand]) -> Wish:
     """What the car executes after `sent`: the last `drive` command's turn and throttle (a
     value the command does not carry is 0); any other command type leaves it as it was."""
@@ -214,7 +219,7 @@ class RaceTrace:
 def race(
     env: gymnasium.Env[np.ndarray, np.ndarray],
     track: int,
-    make: Callable[[TrackFollower], RaceController],
+    make: Callable[[TrackFollower], Controller[CarPose]],
     seconds: float,
     on_frame: FrameSink | None = None,
 ) -> RaceTrace:
@@ -233,7 +238,7 @@ def race(
         if on_frame is not None and step % FRAMES_PER_TICK == 0:
             on_frame(observation, offset, trace.commands[filmed:])
             filmed = len(trace.commands)
-        sent = controller.act(step * STEP_MS, observation, pose)
+        sent = controller.act(step * STEP_MS, showing(observation), pose)
         executed = executed_after(executed, sent)
         trace.commands.extend(sent)
         trace.offsets.append(offset)
@@ -280,8 +285,8 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
 
 def controller_maker(
     name: str, policy_factory: Callable[[], TickPolicy] | None
-) -> Callable[[TrackFollower], RaceController]:
-    def make(follower: TrackFollower) -> RaceController:
+) -> Callable[[TrackFollower], Controller[CarPose]]:
+    def make(follower: TrackFollower) -> Controller[CarPose]:
         driver = ScriptedDriver(follower)
         if name == "human":
             return driver

@@ -52,7 +52,7 @@ half-widths), and the commands sent since the previous frame."""
 
 def run_controller(
     world: World,
-    controller: Controller,
+    controller: Controller[World],
     seconds: float,
     *,
     after_move: Callable[[World], None] | None = None,
@@ -73,7 +73,7 @@ def run_controller(
     while world.t_ms < end_ms:
         world.begin_tick()
         frame.clear()
-        sent = controller.act(world, camera)
+        sent = controller.act(world.t_ms, camera, world)
         for command in sent:
             world.apply(command.type, command.values)
         trace.commands.extend(sent)
@@ -442,7 +442,7 @@ def make_controller(
     policy_factory: Callable[[], TickPolicy] | None,
     hand_over: bool = True,
     seed: int = 0,
-) -> Controller:
+) -> Controller[object]:
     """`seed`: the rollout seed, whose human's first command is the operator's opening."""
     if name in ("policy", "blind"):
         if policy_factory is None:
@@ -466,7 +466,7 @@ def rollout(
     """One controller on world seed `seed` (the human model is the scenario's own driver).
     `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
     scenario = rollout_scenario(world_name, seed)
-    controller: Controller = (
+    controller: Controller[World] = (
         scenario.human
         if controller_name == "human"
         else make_controller(controller_name, world_name, policy_factory, hand_over, seed)
