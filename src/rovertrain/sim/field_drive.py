@@ -1,5 +1,6 @@
-"""`drive --supervised [--record ROOT]`: the policy drives fresh worlds under the human
-model's supervision (`sim.supervised`); each rollout may be written as a recording.
+"""The supervised rollouts of a rover world (its registry entry's `supervision`): the policy
+drives fresh worlds under the human model's supervision (`sim.supervised`); each rollout may
+be written as a recording (`sim.recorder`). The command around it is `deploy.supervised_drive`.
 
 The worlds are the FIELD family of seeds (`worlds.rollout_scenario`), never the ones a policy
 is judged on. A recording is what a rover's recorder writes during a supervised drive:
@@ -132,7 +133,7 @@ def record_supervised(
 ) -> SupervisedRollout:
     """`supervised_rollout`, written as the recording `session` (under a temporary name,
     renamed into place complete: a job never lists half a recording)."""
-    from rovertrain.sim.synth import H264, SessionFiles, VideoRecorder
+    from rovertrain.sim.recorder import H264, SessionFiles, VideoRecorder
 
     final = session.directory  # never overwritten: rename_no_replace refuses an existing one
     staging = final.with_name(f".{final.name}.partial")
