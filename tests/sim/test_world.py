@@ -227,7 +227,19 @@ def test_decisions_become_commands_stop_first() -> None:
 def test_margins_are_policy_minus_baseline() -> None:
     def summary(name: str, lane: float, stopped: int, distance: float) -> ControllerSummary:
         return ControllerSummary(
-            name, lane, 0.2, None, 0, distance, 0.8, 4, stopped, 4 - stopped, 0, 2, NO_FIGURES
+            name,
+            0,
+            NO_FIGURES,
+            in_lane_fraction=lane,
+            mean_abs_offset=0.2,
+            first_departure_s=None,
+            distance_m=distance,
+            moving_fraction=0.8,
+            obstacles_met=4,
+            stopped_before_contact=stopped,
+            collided=4 - stopped,
+            passed=0,
+            commands_per_second=2,
         )
 
     policy, copycat = summary("policy", 0.9, 3, 200.0), summary("copycat", 0.2, 0, 250.0)

@@ -151,14 +151,14 @@ DRIVING_ONLY: FiguresKind[NoOwnFigures, NoOwnFigures, NoOwnFigures] = FiguresKin
 )
 
 
-@dataclass(frozen=True)
-class RolloutMetrics(Generic[RowT]):
-    controller: str
-    seed: int
-    seconds: float
+@dataclass(frozen=True, kw_only=True)
+class DrivingFigures:
+    """The driving figures every world reports, for a rollout and for a controller's summary
+    (the base record; a world's own figures come beside them, typed by the world: `own`)."""
+
     in_lane_fraction: float
     mean_abs_offset: float
-    first_departure_s: float | None
+    first_departure_s: float | None  # a summary's: the earliest over the seeds
     distance_m: float
     moving_fraction: float
     obstacles_met: int
@@ -166,21 +166,49 @@ class RolloutMetrics(Generic[RowT]):
     collided: int
     passed: int
     commands_per_second: float
-    command_counts: dict[str, int]
-    bystanders_met: int
-    bystanders_warned: int
-    own: RowT  # the world's own figures
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+
+    def driving_fields(self) -> dict[str, object]:
+        """The `rollout` event's and the `drove` summary's shared fields, in their order."""
+        stop_rate = self.stop_rate
+        return {
+            "inLaneFraction": round(self.in_lane_fraction, 4),
+            "meanAbsOffset": round(self.mean_abs_offset, 4),
+            "firstDepartureSeconds": self.first_departure_s,
+            "distanceMetres": round(self.distance_m, 2),
+            "movingFraction": round(self.moving_fraction, 4),
+            "obstacles": {
+                "met": self.obstacles_met,
+                "stoppedBeforeContact": self.stopped_before_contact,
+                "collided": self.collided,
+                "passed": self.passed,
+                "stopRate": None if stop_rate is None else round(stop_rate, 4),
+            },
+            "commandsPerSecond": round(self.commands_per_second, 3),
+        }
+
+
+@dataclass(frozen=True)
+class RolloutMetrics(DrivingFigures, Generic[RowT]):
+    """One rollout: the driving figures, what was sent, and the world's own figures."""
+
+    controller: str
+    seed: int
+    seconds: float
+    command_counts: dict[str, int]
+    bystanders_met: int
+    bystanders_warned: int
+    own: RowT  # the world's own figures
 
     def event_fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
             "controller": self.controller,
             "seed": self.seed,
             "seconds": self.seconds,
-            **driving_fields(self),
+            **self.driving_fields(),
             "commandCounts": self.command_counts,
             "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
             **self.own.own_fields(),
@@ -198,63 +226,6 @@ def with_own(metrics: AnyRollout, own: Row) -> RolloutMetrics[Row]:
     }
     fields["own"] = own
     return RolloutMetrics(**fields)
-
-
-class DrivingFigures(Protocol):
-    """What a rollout and a controller's summary both report (read-only)."""
-
-    @property
-    def in_lane_fraction(self) -> float: ...
-
-    @property
-    def mean_abs_offset(self) -> float: ...
-
-    @property
-    def first_departure_s(self) -> float | None: ...
-
-    @property
-    def distance_m(self) -> float: ...
-
-    @property
-    def moving_fraction(self) -> float: ...
-
-    @property
-    def obstacles_met(self) -> int: ...
-
-    @property
-    def stopped_before_contact(self) -> int: ...
-
-    @property
-    def collided(self) -> int: ...
-
-    @property
-    def passed(self) -> int: ...
-
-    @property
-    def commands_per_second(self) -> float: ...
-
-    @property
-    def stop_rate(self) -> float | None: ...
-
-
-def driving_fields(figures: DrivingFigures) -> dict[str, object]:
-    """The `rollout` event's and the `drove` summary's shared fields, in their order."""
-    stop_rate = figures.stop_rate
-    return {
-        "inLaneFraction": round(figures.in_lane_fraction, 4),
-        "meanAbsOffset": round(figures.mean_abs_offset, 4),
-        "firstDepartureSeconds": figures.first_departure_s,
-        "distanceMetres": round(figures.distance_m, 2),
-        "movingFraction": round(figures.moving_fraction, 4),
-        "obstacles": {
-            "met": figures.obstacles_met,
-            "stoppedBeforeContact": figures.stopped_before_contact,
-            "collided": figures.collided,
-            "passed": figures.passed,
-            "stopRate": None if stop_rate is None else round(stop_rate, 4),
-        },
-        "commandsPerSecond": round(figures.commands_per_second, 3),
-    }
 
 
 def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | None]:
@@ -319,30 +290,16 @@ def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics[NoOwnFigur
 
 
 @dataclass(frozen=True)
-class ControllerSummary(Generic[PoolT]):
+class ControllerSummary(DrivingFigures, Generic[PoolT]):
     """One controller over all seeds: lane figures averaged per seed, obstacles pooled."""
 
     controller: str
-    in_lane_fraction: float
-    mean_abs_offset: float
-    first_departure_s: float | None  # the earliest over the seeds
     departed_seeds: int
-    distance_m: float
-    moving_fraction: float
-    obstacles_met: int
-    stopped_before_contact: int
-    collided: int
-    passed: int
-    commands_per_second: float
     own: PoolT  # the world's own figures, pooled
-
-    @property
-    def stop_rate(self) -> float | None:
-        return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
 
     def event_fields(self) -> dict[str, object]:
         return {
-            **driving_fields(self),
+            **self.driving_fields(),
             "departedSeeds": self.departed_seeds,
             **self.own.own_fields(),
         }
