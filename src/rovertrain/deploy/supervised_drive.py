@@ -17,7 +17,7 @@ from rovertrain.protocol.events import EventStream
 from rovertrain.sim.registry import lookup, supervised_names
 from rovertrain.sim.rollout import AnyRollout, RolloutTrace
 from rovertrain.sim.supervised import Envelope, SupervisionLog
-from rovertrain.sim.world_protocol import FieldRecording, Supervision
+from rovertrain.sim.world_protocol import FieldRecording, SupervisedRequest, Supervision
 
 FIELD_ROVER = "rover-field"
 
@@ -79,7 +79,8 @@ def drive_supervised(
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(f"{rollout_line(metrics)}, {take_over_words(log)}")
 
-    report = supervision.drive(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
+    request = SupervisedRequest(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
+    report = supervision.drive(request)
 
     # 3. The summary: field figures pooled over the seeds, and what was recorded.
     elapsed = time.monotonic() - started

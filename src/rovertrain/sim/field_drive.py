@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -27,7 +27,6 @@ from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
     NO_FIGURES,
-    AnyRollout,
     ClosedLoopReport,
     FiguresKind,
     FrameSink,
@@ -41,6 +40,7 @@ from rovertrain.sim.rollout import (
 )
 from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
 from rovertrain.sim.world_protocol import FieldRecording as FieldSession
+from rovertrain.sim.world_protocol import SupervisedRequest
 from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
 from rovertrain.store.durable import fsync_directory, rename_no_replace
 
@@ -160,26 +160,21 @@ def record_supervised(
 
 
 def field_report(
-    world: str,
-    seeds: Sequence[int],
-    policy: SupervisedPolicy,
-    seconds: float,
-    envelope: Envelope,
-    record: Callable[[int], FieldSession | None],
-    on_rollout: Callable[[AnyRollout, RolloutTrace, SupervisionLog], None],
+    world: str, request: SupervisedRequest
 ) -> ClosedLoopReport[TakeOvers, PooledTakeOvers, NoOwnFigures]:
-    """Every seed driven under supervision (recorded where `record(seed)` names a session),
-    pooled as the one controller `supervised`."""
+    """Every seed driven under supervision (recorded where `request.record(seed)` names a
+    session), pooled as the one controller `supervised`."""
+    policy, seconds, envelope = request.policy, request.seconds, request.envelope
     rows = []
-    for seed in seeds:
-        session = record(seed)
+    for seed in request.seeds:
+        session = request.record(seed)
         if session is None:
             result = supervised_rollout(world, seed, policy, seconds, envelope)
         else:
             result = record_supervised(session, world, seed, policy, seconds, envelope)
         rows.append(result[0])
-        on_rollout(*result)
-    return report_of(world, seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)
+        request.on_rollout(*result)
+    return report_of(world, request.seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)
 
 
 __all__ = [

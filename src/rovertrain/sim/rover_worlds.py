@@ -5,17 +5,15 @@ does imports its parts when it is called."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, FieldRecording, Film
+from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, Film, SupervisedRequest
 
 if TYPE_CHECKING:
     from rovertrain.contracts.command_schema import Slot
     from rovertrain.sim.rollout import AnyReport, AnyRollout, RolloutTrace
-    from rovertrain.sim.supervised import Envelope, SupervisedPolicy
-    from rovertrain.sim.world_protocol import OnSupervisedRollout
 
 
 @dataclass(frozen=True)
@@ -29,18 +27,10 @@ class FieldSupervision:
 
         return field_session_id(self.world, model, seed)
 
-    def drive(
-        self,
-        policy: SupervisedPolicy,
-        seeds: Sequence[int],
-        seconds: float,
-        envelope: Envelope,
-        record: Callable[[int], FieldRecording | None],
-        on_rollout: OnSupervisedRollout,
-    ) -> AnyReport:
+    def drive(self, request: SupervisedRequest) -> AnyReport:
         from rovertrain.sim.field_drive import field_report
 
-        return field_report(self.world, seeds, policy, seconds, envelope, record, on_rollout)
+        return field_report(self.world, request)
 
 
 @dataclass(frozen=True)

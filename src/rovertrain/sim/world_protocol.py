@@ -69,6 +69,19 @@ class FieldRecording:
 OnSupervisedRollout = Callable[["AnyRollout", "RolloutTrace", "SupervisionLog"], None]
 
 
+@dataclass(frozen=True)
+class SupervisedRequest:
+    """One `drive --supervised`: the policy on field seeds for `seconds` under `envelope`,
+    recorded where `record(seed)` names a recording."""
+
+    policy: SupervisedPolicy
+    seeds: Sequence[int]
+    seconds: float
+    envelope: Envelope
+    record: Callable[[int], FieldRecording | None]
+    on_rollout: OnSupervisedRollout
+
+
 class Supervision(Protocol):
     """`drive --supervised` on a world that offers it (`World.supervision`)."""
 
@@ -76,17 +89,9 @@ class Supervision(Protocol):
         """The recording name of field seed `seed` driven by `model`."""
         ...
 
-    def drive(
-        self,
-        policy: SupervisedPolicy,
-        seeds: Sequence[int],
-        seconds: float,
-        envelope: Envelope,
-        record: Callable[[int], FieldRecording | None],
-        on_rollout: OnSupervisedRollout,
-    ) -> AnyReport:
-        """Every seed driven under supervision (recorded where `record(seed)` names one),
-        pooled as one controller."""
+    def drive(self, request: SupervisedRequest) -> AnyReport:
+        """Every seed driven under supervision (recorded where the request says), pooled as
+        one controller."""
         ...
 
 
