@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from importers.synth_tubs import synth_tubs
-from rovertrain.sim.synth import default_job
+from rovertrain.sim.recorder import default_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 

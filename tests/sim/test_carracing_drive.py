@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sim_checkpoints import driving_checkpoint
 
+from rovertrain.deploy.rollout_media import BAR
 from rovertrain.sim.carracing import track_seed
 from rovertrain.sim.carracing_drive import (
     HAND_OVER_MS,
@@ -49,7 +50,7 @@ def test_race_metrics_read_the_steps_driven() -> None:
     assert metrics.moving_fraction == 0.75
     assert metrics.distance_m == pytest.approx(75 * 40 * 0.02)
     assert metrics.commands_per_second == pytest.approx(4 / 2.0)  # 100 steps of 20 ms
-    assert metrics.race == RaceFigures(412.5, 120, 200, "time")
+    assert metrics.own == RaceFigures(412.5, 120, 200, "time")
     assert metrics.event_fields()["race"] == {
         "reward": 412.5, "tilesVisited": 120, "trackTiles": 200, "tileFraction": 0.6,
         "ended": "time",
@@ -118,13 +119,14 @@ def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
     assert summary["controllers"]["human"]["race"]["reward"] > 0
     assert set(summary["margins"]) == {"human", "copycat", "blind"}
     assert summary["margins"]["human"]["race"]["rewardRatio"] is not None
-    # --out: the policy's rollout, one observation per 100 ms, 4 times its size.
+    # --out: the policy's rollout, one observation per 100 ms, 4 times its size, above the
+    # status bar every world's video has (`deploy.rollout_media.BAR` rows).
     assert summary["files"] == {"rollout": str(out / "rollout.mp4")}
     import av
 
     with av.open(summary["files"]["rollout"]) as container:
         pictures = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
-    assert len(pictures) == 40 and pictures[0].shape == (384, 384, 3)
+    assert len(pictures) == 40 and pictures[0].shape == (384 + BAR, 384, 3)
 
 
 def test_drive_carracing_refuses_what_cannot_drive_the_car(

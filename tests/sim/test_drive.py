@@ -81,8 +81,10 @@ def test_drive_an_exported_folder_on_onnxruntime(cli, checkpoint: Path, tmp_path
     assert result.of("rollout")[0]["commandCounts"] == {"drive": 31}
 
 
-def test_the_cli_names_every_world() -> None:
-    from rovertrain.cli.main import WORLD_NAMES
+def test_the_registry_names_every_simulated_world() -> None:
+    from rovertrain.sim.registry import WORLDS as REGISTERED
+    from rovertrain.sim.registry import supervised_names
     from rovertrain.sim.worlds import WORLDS
 
-    assert set(WORLD_NAMES) == set(WORLDS)
+    assert set(WORLDS) <= set(REGISTERED)
+    assert set(supervised_names()) == set(WORLDS)

@@ -191,8 +191,8 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     # The person keeps the rover near its lane; the policy alone leaves it for good.
     alone, _ = rollout("road", 2, "policy", 60.0, lambda: VeeringPolicy())
     assert alone.in_lane_fraction < 0.3 < 0.85 < metrics.in_lane_fraction
-    figures = metrics.field_figures
-    assert figures is not None and figures.take_overs == len(take_overs)
+    figures = metrics.own.figures
+    assert figures.take_overs == len(take_overs)
     assert 0.1 < (figures.policy_share or 0) < 0.9
     # From the commands, as a job reads the recording: the window of the operator's opening
     # command is the person's, the policy's time starts with the next one.
@@ -230,9 +230,8 @@ def test_the_person_takes_over_a_stop_go_policy_that_never_leaves_its_lane() -> 
     assert crawls, log.interventions
     # The first after 10 s of the policy's own driving (its first tick is at 0).
     assert ENVELOPE.crawl_ms <= crawls[0].t_ms < ENVELOPE.crawl_ms + 200.0
-    assert metrics.field_figures is not None
-    assert metrics.field_figures.reasons is not None
-    assert metrics.field_figures.reasons[CRAWL] == len(crawls)
+    assert metrics.own.figures.reasons is not None
+    assert metrics.own.figures.reasons[CRAWL] == len(crawls)
 
 
 def least_unobstructed_progress(world: str, seed: int, window_ms: float) -> float:

@@ -118,9 +118,10 @@ def test_road_sessions_are_identical_to_the_synth_before_the_refactor() -> None:
 def test_synth_writes_a_road_session_byte_for_byte_as_before(tmp_path: Path) -> None:
     import hashlib
 
+    from rovertrain.sim.recorder import SessionTask
     from rovertrain.sim.synth import write_session
 
-    result = write_session(tmp_path, "drive-7-0001", 0, 7, 0.3, False)
+    result = write_session(SessionTask(tmp_path, "drive-7-0001", 0, 7, 0.3), False)
     folder = tmp_path / "recordings" / "drive-7-0001"
     commands = (folder / "commands.ndjson").read_bytes()
     assert (

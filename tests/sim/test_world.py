@@ -11,6 +11,8 @@ import pytest
 
 from rovertrain.sim.drivers import SentCommand, commands_from_decision
 from rovertrain.sim.rollout import (
+    DRIVING_ONLY,
+    NO_FIGURES,
     ControllerSummary,
     RolloutTrace,
     lane_figures,
@@ -225,10 +227,23 @@ def test_decisions_become_commands_stop_first() -> None:
 def test_margins_are_policy_minus_baseline() -> None:
     def summary(name: str, lane: float, stopped: int, distance: float) -> ControllerSummary:
         return ControllerSummary(
-            name, lane, 0.2, None, 0, distance, 0.8, 4, stopped, 4 - stopped, 0, 2
+            name,
+            0,
+            NO_FIGURES,
+            in_lane_fraction=lane,
+            mean_abs_offset=0.2,
+            first_departure_s=None,
+            distance_m=distance,
+            moving_fraction=0.8,
+            obstacles_met=4,
+            stopped_before_contact=stopped,
+            collided=4 - stopped,
+            passed=0,
+            commands_per_second=2,
         )
 
-    gap = margin(summary("policy", 0.9, 3, 200.0), summary("copycat", 0.2, 0, 250.0))
+    policy, copycat = summary("policy", 0.9, 3, 200.0), summary("copycat", 0.2, 0, 250.0)
+    gap = margin(policy, copycat, DRIVING_ONLY)
     assert gap.in_lane_fraction == pytest.approx(0.7)
     assert gap.stop_rate == pytest.approx(0.75)
     assert gap.distance_ratio == pytest.approx(0.8)

@@ -19,17 +19,12 @@ from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
+from rovertrain.sim import registry
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
 """`export --steering-deadband` takes the job knob's bounds and its value for checkpoints from
 before it existed (declared once)."""
 
-WORLD_NAMES = ("road", "warehouse", "corridor")
-"""The simulator's worlds (rovertrain.sim.worlds.WORLDS; named here so --help imports nothing)."""
-
-SYNTH_WORLDS = (*WORLD_NAMES, "carracing")
-"""What `synth` records: the simulator's worlds and Gymnasium's CarRacing-v3
-(rovertrain.sim.carracing, needs `rovertrain[sim]`)."""
 
 if TYPE_CHECKING:
     from rovertrain.distributed.world import World
@@ -209,9 +204,8 @@ def validate_job(stream: EventStream, job_path: str, offline: bool) -> int:
     "--world",
     default="road",
     show_default=True,
-    type=click.Choice(SYNTH_WORLDS),
-    help="road: curves and cones; warehouse: aisles, pallets, a horn, H.264/VP9 videos; "
-    "corridor: gentle bends, pallets, a careful driver; carracing: Gymnasium's CarRacing-v3, a scripted teleop driver (needs rovertrain[sim]).",
+    type=click.Choice(registry.world_names()),
+    help=registry.world_help(),
 )
 @events_body
 def synth(
@@ -224,23 +218,8 @@ def synth(
     world: str,
 ) -> int:
     """Write synthetic driving recordings and a ready job file."""
-    if world == "carracing":
-        from rovertrain.sim import carracing
-
-        if shuffle_commands:
-            raise RovertrainError(
-                "usage", "--shuffle-commands is not offered for --world carracing."
-            )
-        stream.emit("synthesized", **carracing.write_dataset(out, sessions, minutes, seed))
-        return ExitCode.COMPLETED
-    from rovertrain.sim.synth import write_dataset
-
-    stream.emit(
-        "synthesized",
-        **write_dataset(
-            out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=world
-        ),
-    )
+    recorded = registry.lookup(world).synthesize(out, sessions, minutes, seed, shuffle_commands)
+    stream.emit("synthesized", **recorded)
     return ExitCode.COMPLETED
 
 
@@ -449,14 +428,10 @@ def replay(
     "--world",
     default="road",
     show_default=True,
-    type=click.Choice(SYNTH_WORLDS),
-    help="carracing: fresh CarRacing-v3 tracks (needs rovertrain[sim]).",
+    type=click.Choice(registry.world_names()),
+    help=registry.world_help(),
 )
-@click.option(
-    "--seconds",
-    type=click.FloatRange(1, 3600),
-    help="Simulated seconds per rollout [default: 120; carracing: 30].",
-)
+@click.option("--seconds", type=click.FloatRange(1, 3600), help=registry.seconds_help())
 @click.option(
     "--seed",
     "seed_list",
@@ -481,7 +456,7 @@ def replay(
     "--supervised",
     is_flag=True,
     help="Drive fresh (field) worlds while the human model watches and takes over outside "
-    "the safety envelope; reports take-overs (road, warehouse, corridor).",
+    f"the safety envelope; reports take-overs ({', '.join(registry.supervised_names())}).",
 )
 @click.option(
     "--record",
@@ -526,9 +501,9 @@ def _drive(
     record: str | None,
 ) -> int:
     """`drive` once its options are checked (a usage error is click's, before any event)."""
-    from rovertrain.deploy.drive import default_seconds, drive_policy
+    from rovertrain.deploy.drive import drive_policy
 
-    length = seconds if seconds is not None else default_seconds(world)
+    length = seconds if seconds is not None else registry.lookup(world).default_seconds
     if supervised:
         from rovertrain.deploy.supervised_drive import drive_supervised
 

@@ -3,7 +3,7 @@ PyAV) and every controller's path along the track (trajectory.png, matplotlib)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from rovertrain.deploy.mp4_writer import Mp4Writer
 from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.rollout import FRAME_MS, RolloutTrace
-from rovertrain.sim.world import LANE_HALF_WIDTH, MAX_OFFSET, World
+from rovertrain.sim.world import LANE_HALF_WIDTH, MAX_OFFSET
 
 BAR = 16
 IN_LANE = np.array([60, 200, 60], dtype=np.uint8)
@@ -22,22 +22,24 @@ OTHER_COLOUR = np.array([250, 220, 40], dtype=np.uint8)
 
 
 class RolloutVideo:
-    """One frame per 100 ms: the camera above a status bar (where the rover is across the
-    lane, green inside and red outside; the command sent in this tick by role)."""
+    """One frame per 100 ms, enlarged `scale` times: the camera above a status bar (where the
+    rover is across the lane, green inside and red outside; the last command sent, by role)."""
 
-    def __init__(self, path: Path, roles: dict[str, str]):
-        self.path, self.roles = path, roles
+    def __init__(self, path: Path, roles: Mapping[str, str], scale: int = 1):
+        self.path, self.roles, self.scale = path, roles, scale
         self.writer = Mp4Writer(path, FRAME_MS)
         self.last: SentCommand | None = None
 
-    def __call__(self, frame: np.ndarray, world: World, sent: list[SentCommand]) -> None:
+    def __call__(self, frame: np.ndarray, offset: float, sent: list[SentCommand]) -> None:
         if sent:
             self.last = sent[-1]
-        self.writer.add(np.concatenate([frame, self._status_bar(frame.shape[1], world)], axis=0))
+        if self.scale > 1:
+            frame = frame.repeat(self.scale, 0).repeat(self.scale, 1)
+        self.writer.add(np.concatenate([frame, self._status_bar(frame.shape[1], offset)], axis=0))
 
-    def _status_bar(self, width: int, world: World) -> np.ndarray:
+    def _status_bar(self, width: int, x: float) -> np.ndarray:
         bar = np.full((BAR, width, 3), 24, dtype=np.uint8)
-        x = world.pose.x
+        x = min(max(x, -MAX_OFFSET), MAX_OFFSET)
         inside = abs(x) <= LANE_HALF_WIDTH
         scale = (width - 1) / (2 * MAX_OFFSET)
         for edge in (-LANE_HALF_WIDTH, LANE_HALF_WIDTH):

@@ -14,12 +14,11 @@ from pathlib import Path
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.field_drive import FieldSession, field_report_rows, field_session_id
-from rovertrain.sim.rollout import RolloutMetrics, RolloutTrace, report_of
+from rovertrain.sim.registry import lookup, supervised_names
+from rovertrain.sim.rollout import AnyRollout, RolloutTrace
 from rovertrain.sim.supervised import Envelope, SupervisionLog
-from rovertrain.sim.worlds import WORLDS
+from rovertrain.sim.world_protocol import FieldRecording, SupervisedRequest, Supervision
 
-SUPERVISED = "supervised"
 FIELD_ROVER = "rover-field"
 
 
@@ -29,14 +28,14 @@ def take_over_words(log: SupervisionLog) -> str:
 
 
 def planned_sessions(
-    record: Path | None, world: str, model: str, seeds: Sequence[int]
-) -> dict[int, FieldSession]:
+    record: Path | None, supervision: Supervision, model: str, seeds: Sequence[int]
+) -> dict[int, FieldRecording]:
     """The recordings --record will write, refused up front if one exists already (a
     recording is never overwritten; a later round is driven by another model, other names)."""
     if record is None:
         return {}
     sessions = {
-        seed: FieldSession(record, field_session_id(world, model, seed), FIELD_ROVER, model)
+        seed: FieldRecording(record, supervision.session_id(model, seed), FIELD_ROVER, model)
         for seed in seeds
     }
     taken = [s.session_id for s in sessions.values() if s.directory.exists()]
@@ -64,30 +63,28 @@ def drive_supervised(
     started = time.monotonic()
 
     # 1. The world, the policy, and the recordings to write (none may exist yet).
-    if world not in WORLDS:
+    supervision = lookup(world).supervision
+    if supervision is None:
         raise RovertrainError(
-            ErrorCode.USAGE, f"--supervised drives {', '.join(WORLDS)}; not {world!r}."
+            ErrorCode.USAGE, f"--supervised drives {', '.join(supervised_names())}; not {world!r}."
         )
     loaded = load_policy(checkpoint)
     model = str(loaded.identity.get("id") or "model")
     root = Path(record).resolve() if record is not None else None
-    sessions = planned_sessions(root, world, model, seeds)
+    sessions = planned_sessions(root, supervision, model, seeds)
     envelope = Envelope()
 
     # 2. Every seed under supervision: a `rollout` event and a line on stderr each.
-    def on_rollout(metrics: RolloutMetrics, trace: RolloutTrace, log: SupervisionLog) -> None:
+    def on_rollout(metrics: AnyRollout, trace: RolloutTrace, log: SupervisionLog) -> None:
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(f"{rollout_line(metrics)}, {take_over_words(log)}")
 
-    rows = field_report_rows(
-        world, seeds, loaded.policy, seconds, envelope, sessions.get, on_rollout
-    )
+    request = SupervisedRequest(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
+    report = supervision.drive(request)
 
     # 3. The summary: field figures pooled over the seeds, and what was recorded.
-    report = report_of(world, seeds, seconds, (SUPERVISED,), rows)
     elapsed = time.monotonic() - started
     simulated = seconds * len(seeds)
-    field = report.summaries[SUPERVISED].field_figures
     recorded = (
         {"root": str(root), "sessions": [s.session_id for s in sessions.values()]}
         if root is not None
@@ -103,6 +100,7 @@ def drive_supervised(
         supervision={"envelope": envelope.event_fields(), "recorded": recorded},
         **report.summary_fields(),
     )
-    if field is not None:
-        console_line(field.words())
+    for summary in report.summaries.values():
+        if words := summary.own.words():
+            console_line(words)
     return ExitCode.COMPLETED

@@ -24,18 +24,16 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 import numpy as np
 
 from rovertrain.contracts.errors import require_packages
-from rovertrain.data.partition import is_held_out
 from rovertrain.data.recording import CommandLine
-from rovertrain.sim.synth import (
+from rovertrain.sim.recorder import (
     H264,
     SessionFiles,
+    SessionTask,
     VideoRecorder,
-    each_session,
     prefixed_session_ids,
-    write_job,
+    record_dataset,
 )
 from rovertrain.sim.teleop import CarPose, Lapses, TeleopLink, TrackFollower, car_action
-from rovertrain.store.layout import Layout
 
 if TYPE_CHECKING:
     import gymnasium
@@ -192,13 +190,12 @@ def record_episode(video_path: Path, seed: int, steps: int) -> EpisodeResult:
         env.close()
 
 
-def write_session(
-    root: Path, session_id: str, index: int, seed: int, minutes: float
-) -> DrivenSession:
-    directory = Layout(root).recording_dir(session_id)
+def write_session(task: SessionTask) -> DrivenSession:
+    """Session `task`: the scripted driver on its track, recorded."""
+    session_id, directory = task.session_id, task.directory
     directory.mkdir(parents=True, exist_ok=True)
-    track = track_seed(seed, index)
-    steps = max(1, round(minutes * 60 * FPS))
+    track = track_seed(task.seed, task.index)
+    steps = max(1, round(task.minutes * 60 * FPS))
     result = record_episode(directory / H264.file, track, steps)
     SessionFiles(session_id, ROVER_ID, PROFILE, H264.file, 0, ROLES).write(
         directory, result["commands"]
@@ -218,26 +215,17 @@ def write_session(
     }
 
 
-def _write_one(args: tuple[str, str, int, int, float]) -> DrivenSession:
-    root, session_id, index, seed, minutes = args
-    return write_session(Path(root), session_id, index, seed, minutes)
-
-
 def write_dataset(
     out: str, sessions: int, minutes: float, seed: int, *, workers: int = 2
 ) -> DrivenDataset:
     """`sessions` CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
     require_sim_packages()
-    root = Path(out).resolve()
-    Layout(root).recordings.mkdir(parents=True, exist_ok=True)
     ids = prefixed_session_ids(sessions, seed, WORLD)
-    tasks = [(str(root), sid, i, seed, minutes) for i, sid in enumerate(ids)]
-    written = each_session(_write_one, tasks, workers)
-    job_path = write_job(root, ids, seed)
+    recorded = record_dataset(out, ids, seed, minutes, write_session, workers)
     return {
-        "root": str(root),
-        "job": str(job_path),
-        "sessions": written,
-        "heldOut": [sid for sid in ids if is_held_out(sid)],
+        "root": str(recorded.root),
+        "job": str(recorded.job),
+        "sessions": recorded.sessions,
+        "heldOut": recorded.held_out,
         "world": WORLD,
     }

@@ -12,7 +12,8 @@ alone. The copycat repeats the hand-over's last command every keepalive. The scr
 drives the whole rollout. Tracks are drawn from `--seed` values never used by
 `synth --world carracing` (`fresh_track`), so the policy has not seen them.
 
-Figures: the environment's own reward and tiles visited (`RaceFigures`), and the lane figures
+Figures: the environment's own reward and tiles visited (`RaceFigures`, the world's own
+figures: `RACE`), and the lane figures
 of the other worlds: |offset| from the centre line in road half-widths, in lane while <= 1,
 moving while faster than 1 unit/s, distance in world units.
 """
@@ -28,11 +29,20 @@ import numpy as np
 
 from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
-from rovertrain.sim.drivers import SentCommand, TickDecision, TickPolicy, commands_from_decision
-from rovertrain.sim.race import RaceFigures
+from rovertrain.sim.drivers import (
+    Camera,
+    Controller,
+    SentCommand,
+    TickDecision,
+    TickPolicy,
+    commands_from_decision,
+)
+from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
     ClosedLoopReport,
+    FiguresKind,
+    FrameSink,
     RolloutMetrics,
     command_counts,
     lane_figures,
@@ -54,10 +64,11 @@ if TYPE_CHECKING:
     import gymnasium
 
 HAND_OVER_MS = 2000.0
-DEFAULT_SECONDS = 30.0
 STEP_MS = 1000.0 / FPS
 MOVING_SPEED = 1.0  # world units per second
 FRAMES_PER_TICK = 5  # environment steps per 100 ms
+RACE: FiguresKind[RaceFigures, RaceSummary, RaceMargin] = FiguresKind(race_summary, race_margin)
+RaceReport = ClosedLoopReport[RaceFigures, RaceSummary, RaceMargin]
 
 
 def fresh_track(seed: int) -> int:
@@ -65,14 +76,6 @@ def fresh_track(seed: int) -> int:
     `carracing.track_seed`, so no recorded track is driven."""
     digest = hashlib.sha256(f"{WORLD}:drive:{seed}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
-
-
-class RaceController(Protocol):
-    name: str
-
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
-        """The commands sent at `t_ms` (the car executes the last `drive` one)."""
-        ...
 
 
 class ScriptedDriver:
@@ -84,7 +87,7 @@ class ScriptedDriver:
     def __init__(self, follower: TrackFollower):
         self.follower, self.link = follower, TeleopLink()
 
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+    def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
         sent = self.link.offer(t_ms, self.follower.wish(pose))
         return [] if sent is None else [sent]
 
@@ -111,10 +114,11 @@ class HandedOver:
         self.name, self.driver, self.after = name, driver, after
         self.history: list[SentCommand] = []
 
-    def act(self, t_ms: float, observation: np.ndarray, pose: CarPose) -> list[SentCommand]:
+    def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
+        observation = camera()
         if t_ms < HAND_OVER_MS:
             self.after.watch(t_ms, observation)
-            sent = self.driver.act(t_ms, observation, pose)
+            sent = self.driver.act(t_ms, camera, pose)
             for command in sent:
                 self.after.observe(command)
             self.history.extend(sent)
@@ -177,6 +181,11 @@ class PolicyAfter:
         return sent
 
 
+def showing(observation: np.ndarray) -> Camera:
+    """The car's camera at a step: the environment's newest observation."""
+    return lambda: observation
+
+
 def executed_after(executed: Wish, sent: Sequence[SentCommand]) -> Wish:
     """What the car executes after `sent`: the last `drive` command's turn and throttle (a
     value the command does not carry is 0); any other command type leaves it as it was."""
@@ -210,9 +219,9 @@ class RaceTrace:
 def race(
     env: gymnasium.Env[np.ndarray, np.ndarray],
     track: int,
-    make: Callable[[TrackFollower], RaceController],
+    make: Callable[[TrackFollower], Controller[CarPose]],
     seconds: float,
-    on_frame: Callable[[np.ndarray], None] | None = None,
+    on_frame: FrameSink | None = None,
 ) -> RaceTrace:
     """One controller on track `track` for at most `seconds` (the episode may end first);
     `on_frame` gets the observation every 100 ms (a video)."""
@@ -222,14 +231,17 @@ def race(
     centre = follower_for(state)
     trace = RaceTrace(controller.name, seconds, track_tiles=len(state.track))
     executed = STANDSTILL
+    filmed = 0  # trace.commands[filmed:]: sent since the previous frame
     for step in range(round(seconds * FPS)):
         pose = car_pose(state)
+        offset = centre.distance_from_centre(pose) / TRACK_HALF_WIDTH
         if on_frame is not None and step % FRAMES_PER_TICK == 0:
-            on_frame(observation)
-        sent = controller.act(step * STEP_MS, observation, pose)
+            on_frame(observation, offset, trace.commands[filmed:])
+            filmed = len(trace.commands)
+        sent = controller.act(step * STEP_MS, showing(observation), pose)
         executed = executed_after(executed, sent)
         trace.commands.extend(sent)
-        trace.offsets.append(centre.distance_from_centre(pose) / TRACK_HALF_WIDTH)
+        trace.offsets.append(offset)
         trace.speeds.append(pose.speed)
         observation, reward, terminated, truncated, info = env.step(
             np.asarray(car_action(executed), dtype=np.float32)
@@ -243,7 +255,7 @@ def race(
     return trace
 
 
-def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
+def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
     """A rollout's figures (pure): the lane figures over the steps driven, the race's own."""
     offsets = np.asarray(trace.offsets, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(offsets, STEP_MS)
@@ -267,14 +279,14 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics:
         command_counts=counts,
         bystanders_met=0,
         bystanders_warned=0,
-        race=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
+        own=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
     )
 
 
 def controller_maker(
     name: str, policy_factory: Callable[[], TickPolicy] | None
-) -> Callable[[TrackFollower], RaceController]:
-    def make(follower: TrackFollower) -> RaceController:
+) -> Callable[[TrackFollower], Controller[CarPose]]:
+    def make(follower: TrackFollower) -> Controller[CarPose]:
         driver = ScriptedDriver(follower)
         if name == "human":
             return driver
@@ -297,15 +309,15 @@ def carracing_report(
     seconds: float,
     *,
     controllers: Sequence[str] | None = None,
-    on_rollout: Callable[[RolloutMetrics, RaceTrace], None] | None = None,
-    video: Callable[[int], Callable[[np.ndarray], None] | None] | None = None,
-) -> ClosedLoopReport:
+    on_rollout: Callable[[RolloutMetrics[RaceFigures], RaceTrace], None] | None = None,
+    video: Callable[[int], FrameSink | None] | None = None,
+) -> RaceReport:
     """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring).
     `video(seed)` may return a frame sink for the policy's rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
     env = make_env(round(seconds * FPS) + 1)
-    rows: list[RolloutMetrics] = []
+    rows: list[RolloutMetrics[RaceFigures]] = []
     try:
         for name in controllers:
             make = controller_maker(name, policy_factory)
@@ -318,4 +330,4 @@ def carracing_report(
                     on_rollout(metrics, trace)
     finally:
         env.close()
-    return report_of(WORLD, seeds, seconds, controllers, rows)
+    return report_of(WORLD, seeds, seconds, controllers, rows, RACE)

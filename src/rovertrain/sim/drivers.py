@@ -19,7 +19,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -54,10 +54,19 @@ class SentCommand:
         return SentCommand(self.t, self.type, self.values, POLICY)
 
 
-class Controller(Protocol):
+StateT = TypeVar("StateT", contravariant=True)
+
+
+class Controller(Protocol[StateT]):
+    """One controller family for every world: at a tick (`t_ms`) a controller decides from
+    what a rover has: its camera (`camera()`: the frame, rendered on demand) and the commands
+    it sent itself. A privileged driver (the scripted human model) reads the world's state
+    too, through `state` (a rover world's `World`, CarRacing's `CarPose`); the others
+    ignore it (they are `Controller[object]`: they drive any world)."""
+
     name: str
 
-    def act(self, world: World, camera: Camera) -> list[SentCommand]: ...
+    def act(self, t_ms: float, camera: Camera, state: StateT) -> list[SentCommand]: ...
 
 
 @dataclass(frozen=True)
@@ -127,8 +136,8 @@ class HumanDriver:
         self.idle_until = -math.inf
         self.next_idle = math.inf
 
-    def act(self, world: World, camera: Camera) -> list[SentCommand]:
-        t, rng, style = world.t_ms, self.rng, self.style
+    def act(self, t_ms: float, camera: Camera, world: World) -> list[SentCommand]:
+        t, rng, style = t_ms, self.rng, self.style
         sent: list[SentCommand] = []
 
         def send(kind: str, values: dict[str, float] | None = None) -> None:
@@ -192,11 +201,11 @@ class Copycat:
         self.keepalive_ms = keepalive_ms
         self.next_at = opening.t
 
-    def act(self, world: World, camera: Camera) -> list[SentCommand]:
-        if world.t_ms < self.next_at:
+    def act(self, t_ms: float, camera: Camera, state: object) -> list[SentCommand]:
+        if t_ms < self.next_at:
             return []
-        self.next_at = world.t_ms + self.keepalive_ms
-        self.last = SentCommand(world.t_ms, self.last.type, self.last.values)
+        self.next_at = t_ms + self.keepalive_ms
+        self.last = SentCommand(t_ms, self.last.type, self.last.values)
         return [self.last]
 
 
@@ -276,8 +285,8 @@ class PolicyDriver:
         self.opening = opening
         policy.reset()
 
-    def act(self, world: World, camera: Camera) -> list[SentCommand]:
-        t = world.t_ms
+    def act(self, t_ms: float, camera: Camera, state: object) -> list[SentCommand]:
+        t = t_ms
         if t < self.next_tick:
             return []
         self.next_tick = t + self.policy.tick_ms

@@ -1,5 +1,6 @@
-"""`drive --supervised [--record ROOT]`: the policy drives fresh worlds under the human
-model's supervision (`sim.supervised`); each rollout may be written as a recording.
+"""The supervised rollouts of a rover world (its registry entry's `supervision`): the policy
+drives fresh worlds under the human model's supervision (`sim.supervised`); each rollout may
+be written as a recording (`sim.recorder`). The command around it is `deploy.supervised_drive`.
 
 The worlds are the FIELD family of seeds (`worlds.rollout_scenario`), never the ones a policy
 is judged on. A recording is what a rover's recorder writes during a supervised drive:
@@ -13,46 +14,38 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
 from rovertrain.contracts.observation import TICK_MS
-from rovertrain.data.field import FieldFigures
+from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.data.recording import Command, CommandLine
 from rovertrain.data.windows import driving_field_figures
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
+    NO_FIGURES,
+    ClosedLoopReport,
+    FiguresKind,
     FrameSink,
+    NoOwnFigures,
     RolloutMetrics,
     RolloutTrace,
+    report_of,
     rollout_metrics,
     run_controller,
+    with_own,
 )
 from rovertrain.sim.supervised import Envelope, SupervisedDriver, SupervisedPolicy, SupervisionLog
+from rovertrain.sim.world_protocol import FieldRecording as FieldSession
+from rovertrain.sim.world_protocol import SupervisedRequest
 from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
 from rovertrain.store.durable import fsync_directory, rename_no_replace
-from rovertrain.store.layout import Layout
 
 RECORDED_FPS = 1000 // FRAME_MS
 FIELD_PROFILE = "gamepad"
-
-
-@dataclass(frozen=True)
-class FieldSession:
-    """Where one supervised rollout is recorded, and what the recording says of its drive."""
-
-    root: Path
-    session_id: str
-    rover: str
-    model: str
-
-    @property
-    def directory(self) -> Path:
-        return Layout(self.root).recording_dir(self.session_id)
 
 
 def field_session_id(world: str, model: str, seed: int) -> str:
@@ -62,6 +55,43 @@ def field_session_id(world: str, model: str, seed: int) -> str:
     return f"{WORLDS[world].session_prefix}-field-{short}-{seed:04d}"
 
 
+@dataclass(frozen=True)
+class TakeOvers:
+    """A supervised rollout's own figures: its field figures (`data.field`), as the event's
+    `field` object (the rollout's line on stderr ends with the take-overs' reasons instead)."""
+
+    figures: FieldFigures
+
+    def own_fields(self) -> dict[str, object]:
+        return {"field": self.figures.event_fields()}
+
+    def words(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class PooledTakeOvers(TakeOvers):
+    """The field figures of every seed added up (`data.field.pooled`), in a line of words."""
+
+    def words(self) -> str:
+        return self.figures.words()
+
+
+def pooled_take_overs(rows: Sequence[TakeOvers]) -> PooledTakeOvers:
+    return PooledTakeOvers(pooled(row.figures for row in rows))
+
+
+def no_margin(policy: PooledTakeOvers, baseline: PooledTakeOvers) -> NoOwnFigures:
+    return NO_FIGURES  # one controller: the policy under supervision
+
+
+TAKE_OVERS: FiguresKind[TakeOvers, PooledTakeOvers, NoOwnFigures] = FiguresKind(
+    pooled_take_overs, no_margin
+)
+SUPERVISED = "supervised"
+SupervisedRollout = tuple[RolloutMetrics[TakeOvers], RolloutTrace, SupervisionLog]
+
+
 def supervised_rollout(
     world: str,
     seed: int,
@@ -69,14 +99,14 @@ def supervised_rollout(
     seconds: float,
     envelope: Envelope,
     on_frame: FrameSink | None = None,
-) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+) -> SupervisedRollout:
     """The policy drives field seed `seed` of `world` under supervision for `seconds`."""
     scenario = rollout_scenario(world, seed, FIELD)
     driver = SupervisedDriver(policy, scenario.human, human_opening(world, seed, FIELD), envelope)
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
     metrics = rollout_metrics(trace, seed)
     return (
-        replace(metrics, field_figures=rollout_field(trace, driver.log, world)),
+        with_own(metrics, TakeOvers(rollout_field(trace, driver.log, world))),
         trace,
         driver.log,
     )
@@ -100,10 +130,10 @@ def record_supervised(
     policy: SupervisedPolicy,
     seconds: float,
     envelope: Envelope,
-) -> tuple[RolloutMetrics, RolloutTrace, SupervisionLog]:
+) -> SupervisedRollout:
     """`supervised_rollout`, written as the recording `session` (under a temporary name,
     renamed into place complete: a job never lists half a recording)."""
-    from rovertrain.sim.synth import H264, SessionFiles, VideoRecorder
+    from rovertrain.sim.recorder import H264, SessionFiles, VideoRecorder
 
     final = session.directory  # never overwritten: rename_no_replace refuses an existing one
     staging = final.with_name(f".{final.name}.partial")
@@ -111,7 +141,7 @@ def record_supervised(
     staging.mkdir(parents=True)
     try:
         with VideoRecorder(staging / H264.file, H264, WIDTH, HEIGHT, RECORDED_FPS) as video:
-            sink: FrameSink = lambda frame, _world, _sent: video.add(frame)  # noqa: E731
+            sink: FrameSink = lambda frame, _offset, _sent: video.add(frame)  # noqa: E731
             metrics, trace, log = supervised_rollout(world, seed, policy, seconds, envelope, sink)
         commands: list[CommandLine] = [command.record() for command in trace.commands]
         files = SessionFiles(
@@ -129,31 +159,27 @@ def record_supervised(
     return metrics, trace, log
 
 
-def field_report_rows(
-    world: str,
-    seeds: Sequence[int],
-    policy: SupervisedPolicy,
-    seconds: float,
-    envelope: Envelope,
-    record: Callable[[int], FieldSession | None],
-    on_rollout: Callable[[RolloutMetrics, RolloutTrace, SupervisionLog], None],
-) -> list[RolloutMetrics]:
-    """Every seed driven under supervision (recorded where `record(seed)` names a session)."""
+def field_report(
+    world: str, request: SupervisedRequest
+) -> ClosedLoopReport[TakeOvers, PooledTakeOvers, NoOwnFigures]:
+    """Every seed driven under supervision (recorded where `request.record(seed)` names a
+    session), pooled as the one controller `supervised`."""
+    policy, seconds, envelope = request.policy, request.seconds, request.envelope
     rows = []
-    for seed in seeds:
-        session = record(seed)
+    for seed in request.seeds:
+        session = request.record(seed)
         if session is None:
             result = supervised_rollout(world, seed, policy, seconds, envelope)
         else:
             result = record_supervised(session, world, seed, policy, seconds, envelope)
         rows.append(result[0])
-        on_rollout(*result)
-    return rows
+        request.on_rollout(*result)
+    return report_of(world, request.seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)
 
 
 __all__ = [
     "FieldSession",
-    "field_report_rows",
+    "field_report",
     "field_session_id",
     "record_supervised",
     "supervised_rollout",

@@ -3,7 +3,8 @@
 CarRacing-v3 pays 1000/N for each of the track's N tiles the car first touches and takes 0.1
 for every 20 ms frame; leaving the playfield costs 100 and ends the episode, and so does a
 completed lap. `RaceFigures` is one rollout's outcome, `RaceSummary` a controller's mean over
-the tracks, `RaceMargin` the policy against a baseline.
+the tracks, `RaceMargin` the policy against a baseline: CarRacing's own figures
+(`rollout.OwnFigures`) beside the driving figures.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class RaceFigures:
             "ended": self.ended,
         }
 
+    def own_fields(self) -> dict[str, object]:
+        return {"race": self.event_fields()}
+
+    def words(self) -> str:
+        return (
+            f", reward {self.reward:.0f}, tiles {self.tiles_visited}/{self.track_tiles} "
+            f"({self.tile_fraction:.0%}), ended: {self.ended}"
+        )
+
 
 @dataclass(frozen=True)
 class RaceSummary:
@@ -51,6 +61,12 @@ class RaceSummary:
             "laps": self.laps,
             "offPlayfield": self.off_playfield,
         }
+
+    def own_fields(self) -> dict[str, object]:
+        return {"race": self.event_fields()}
+
+    def words(self) -> str:
+        return f", reward {self.reward:.0f} ({self.tile_fraction:.0%} of the tiles)"
 
 
 def race_summary(rows: Sequence[RaceFigures]) -> RaceSummary:
@@ -79,6 +95,12 @@ class RaceMargin:
             "rewardRatio": None if ratio is None else round(ratio, 4),
             "tileFraction": round(self.tile_fraction, 4),
         }
+
+    def own_fields(self) -> dict[str, object]:
+        return {"race": self.event_fields()}
+
+    def words(self) -> str:
+        return "" if self.reward_ratio is None else f" (reward x{self.reward_ratio:.2f})"
 
 
 def race_margin(policy: RaceSummary, baseline: RaceSummary) -> RaceMargin:

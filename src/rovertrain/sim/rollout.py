@@ -14,15 +14,14 @@ passed when the rover went by it beside the lane.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
-from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import human_opening, rollout_scenario
 
@@ -43,14 +42,17 @@ class RolloutTrace:
     obstacles: list[Obstacle] = field(default_factory=list)
     bystanders_met: int = 0
     bystanders_warned: int = 0
+    curvature: Callable[[float], float] | None = None  # the track's, at a distance along it
 
 
-FrameSink = Callable[[np.ndarray, World, list[SentCommand]], None]
+FrameSink = Callable[[np.ndarray, float, list[SentCommand]], None]
+"""A video's sink: a frame every 100 ms, the rover's offset from the centre line then (lane
+half-widths), and the commands sent since the previous frame."""
 
 
 def run_controller(
     world: World,
-    controller: Controller,
+    controller: Controller[World],
     seconds: float,
     *,
     after_move: Callable[[World], None] | None = None,
@@ -59,7 +61,7 @@ def run_controller(
     """Drive `world` with `controller` for `seconds`. `after_move` runs after each tick's
     physics (the recorder's camera); `on_frame` gets a frame every 100 ms (a video)."""
     end_ms = seconds * 1000.0
-    trace = RolloutTrace(controller.name, seconds)
+    trace = RolloutTrace(controller.name, seconds, curvature=world.track.curvature)
     frame: list[np.ndarray] = []
 
     def camera() -> np.ndarray:
@@ -71,14 +73,14 @@ def run_controller(
     while world.t_ms < end_ms:
         world.begin_tick()
         frame.clear()
-        sent = controller.act(world, camera)
+        sent = controller.act(world.t_ms, camera, world)
         for command in sent:
             world.apply(command.type, command.values)
         trace.commands.extend(sent)
         if on_frame is not None:
             recent.extend(sent)
             if world.t_ms % FRAME_MS == 0:
-                on_frame(camera(), world, recent)
+                on_frame(camera(), world.pose.x, recent)
                 recent = []
         world.move(STEP_MS)
         trace.s.append(world.pose.s)
@@ -94,14 +96,69 @@ def run_controller(
     return trace
 
 
+class OwnFigures(Protocol):
+    """A world's own figures beside the driving figures every world reports: one rollout's,
+    a controller's pooled over the seeds, or the policy's margin over a baseline (CarRacing's
+    race, a supervised drive's take-overs)."""
+
+    def own_fields(self) -> dict[str, object]:
+        """The event's fields they add (`{"race": {...}}`; none on a plain rover drive)."""
+        ...
+
+    def words(self) -> str:
+        """What a person reads of them after the driving figures (stderr)."""
+        ...
+
+
 @dataclass(frozen=True)
-class RolloutMetrics:
-    controller: str
-    seed: int
-    seconds: float
+class NoOwnFigures:
+    """A world that reports the driving figures only."""
+
+    def own_fields(self) -> dict[str, object]:
+        return {}
+
+    def words(self) -> str:
+        return ""
+
+
+NO_FIGURES = NoOwnFigures()
+RowT = TypeVar("RowT", bound=OwnFigures, covariant=True)  # a rollout's own figures
+PoolT = TypeVar("PoolT", bound=OwnFigures, covariant=True)  # pooled over the seeds
+GapT = TypeVar("GapT", bound=OwnFigures, covariant=True)  # a margin's
+Row = TypeVar("Row", bound=OwnFigures)
+Pool = TypeVar("Pool", bound=OwnFigures)
+Gap = TypeVar("Gap", bound=OwnFigures)
+
+
+@dataclass(frozen=True)
+class FiguresKind(Generic[Row, Pool, Gap]):
+    """How a world pools its own figures over the seeds and compares two controllers'."""
+
+    pool: Callable[[Sequence[Row]], Pool]
+    margin: Callable[[Pool, Pool], Gap]
+
+
+def _no_pool(rows: Sequence[OwnFigures]) -> NoOwnFigures:
+    return NO_FIGURES
+
+
+def _no_margin(policy: OwnFigures, baseline: OwnFigures) -> NoOwnFigures:
+    return NO_FIGURES
+
+
+DRIVING_ONLY: FiguresKind[NoOwnFigures, NoOwnFigures, NoOwnFigures] = FiguresKind(
+    _no_pool, _no_margin
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrivingFigures:
+    """The driving figures every world reports, for a rollout and for a controller's summary
+    (the base record; a world's own figures come beside them, typed by the world: `own`)."""
+
     in_lane_fraction: float
     mean_abs_offset: float
-    first_departure_s: float | None
+    first_departure_s: float | None  # a summary's: the earliest over the seeds
     distance_m: float
     moving_fraction: float
     obstacles_met: int
@@ -109,87 +166,66 @@ class RolloutMetrics:
     collided: int
     passed: int
     commands_per_second: float
-    command_counts: dict[str, int]
-    bystanders_met: int
-    bystanders_warned: int
-    race: RaceFigures | None = None  # a track environment's own score (CarRacing)
-    field_figures: FieldFigures | None = None  # a supervised rollout's take-overs
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+
+    def driving_fields(self) -> dict[str, object]:
+        """The `rollout` event's and the `drove` summary's shared fields, in their order."""
+        stop_rate = self.stop_rate
+        return {
+            "inLaneFraction": round(self.in_lane_fraction, 4),
+            "meanAbsOffset": round(self.mean_abs_offset, 4),
+            "firstDepartureSeconds": self.first_departure_s,
+            "distanceMetres": round(self.distance_m, 2),
+            "movingFraction": round(self.moving_fraction, 4),
+            "obstacles": {
+                "met": self.obstacles_met,
+                "stoppedBeforeContact": self.stopped_before_contact,
+                "collided": self.collided,
+                "passed": self.passed,
+                "stopRate": None if stop_rate is None else round(stop_rate, 4),
+            },
+            "commandsPerSecond": round(self.commands_per_second, 3),
+        }
+
+
+@dataclass(frozen=True)
+class RolloutMetrics(DrivingFigures, Generic[RowT]):
+    """One rollout: the driving figures, what was sent, and the world's own figures."""
+
+    controller: str
+    seed: int
+    seconds: float
+    command_counts: dict[str, int]
+    bystanders_met: int
+    bystanders_warned: int
+    own: RowT  # the world's own figures
 
     def event_fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
             "controller": self.controller,
             "seed": self.seed,
             "seconds": self.seconds,
-            **driving_fields(self),
+            **self.driving_fields(),
             "commandCounts": self.command_counts,
             "bystanders": {"met": self.bystanders_met, "warned": self.bystanders_warned},
+            **self.own.own_fields(),
         }
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        if self.field_figures is not None:
-            fields["field"] = self.field_figures.event_fields()
         return fields
 
 
-class DrivingFigures(Protocol):
-    """What a rollout and a controller's summary both report (read-only)."""
-
-    @property
-    def in_lane_fraction(self) -> float: ...
-
-    @property
-    def mean_abs_offset(self) -> float: ...
-
-    @property
-    def first_departure_s(self) -> float | None: ...
-
-    @property
-    def distance_m(self) -> float: ...
-
-    @property
-    def moving_fraction(self) -> float: ...
-
-    @property
-    def obstacles_met(self) -> int: ...
-
-    @property
-    def stopped_before_contact(self) -> int: ...
-
-    @property
-    def collided(self) -> int: ...
-
-    @property
-    def passed(self) -> int: ...
-
-    @property
-    def commands_per_second(self) -> float: ...
-
-    @property
-    def stop_rate(self) -> float | None: ...
+AnyRollout = RolloutMetrics[OwnFigures]
 
 
-def driving_fields(figures: DrivingFigures) -> dict[str, object]:
-    """The `rollout` event's and the `drove` summary's shared fields, in their order."""
-    stop_rate = figures.stop_rate
-    return {
-        "inLaneFraction": round(figures.in_lane_fraction, 4),
-        "meanAbsOffset": round(figures.mean_abs_offset, 4),
-        "firstDepartureSeconds": figures.first_departure_s,
-        "distanceMetres": round(figures.distance_m, 2),
-        "movingFraction": round(figures.moving_fraction, 4),
-        "obstacles": {
-            "met": figures.obstacles_met,
-            "stoppedBeforeContact": figures.stopped_before_contact,
-            "collided": figures.collided,
-            "passed": figures.passed,
-            "stopRate": None if stop_rate is None else round(stop_rate, 4),
-        },
-        "commandsPerSecond": round(figures.commands_per_second, 3),
+def with_own(metrics: AnyRollout, own: Row) -> RolloutMetrics[Row]:
+    """`metrics` with other own figures (a supervised rollout's take-overs)."""
+    fields: dict[str, Any] = {
+        item.name: getattr(metrics, item.name) for item in dataclasses.fields(metrics)
     }
+    fields["own"] = own
+    return RolloutMetrics(**fields)
 
 
 def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | None]:
@@ -227,7 +263,7 @@ def command_counts(commands: Sequence[SentCommand]) -> dict[str, int]:
     return counts
 
 
-def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
+def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics[NoOwnFigures]:
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
@@ -249,46 +285,31 @@ def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics:
         command_counts=counts,
         bystanders_met=trace.bystanders_met,
         bystanders_warned=trace.bystanders_warned,
+        own=NO_FIGURES,
     )
 
 
 @dataclass(frozen=True)
-class ControllerSummary:
+class ControllerSummary(DrivingFigures, Generic[PoolT]):
     """One controller over all seeds: lane figures averaged per seed, obstacles pooled."""
 
     controller: str
-    in_lane_fraction: float
-    mean_abs_offset: float
-    first_departure_s: float | None  # the earliest over the seeds
     departed_seeds: int
-    distance_m: float
-    moving_fraction: float
-    obstacles_met: int
-    stopped_before_contact: int
-    collided: int
-    passed: int
-    commands_per_second: float
-    race: RaceSummary | None = None
-    field_figures: FieldFigures | None = None
-
-    @property
-    def stop_rate(self) -> float | None:
-        return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+    own: PoolT  # the world's own figures, pooled
 
     def event_fields(self) -> dict[str, object]:
-        fields = {**driving_fields(self), "departedSeeds": self.departed_seeds}
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        if self.field_figures is not None:
-            fields["field"] = self.field_figures.event_fields()
-        return fields
+        return {
+            **self.driving_fields(),
+            "departedSeeds": self.departed_seeds,
+            **self.own.own_fields(),
+        }
 
 
-def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
+def controller_summary(
+    rows: Sequence[RolloutMetrics[Row]], kind: FiguresKind[Row, Pool, Gap]
+) -> ControllerSummary[Pool]:
     """One controller's rollouts (all of the same controller) pooled over the seeds."""
     departures = [r.first_departure_s for r in rows if r.first_departure_s is not None]
-    races = [r.race for r in rows if r.race is not None]
-    fields = [r.field_figures for r in rows if r.field_figures is not None]
     return ControllerSummary(
         controller=rows[0].controller,
         in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
@@ -302,13 +323,12 @@ def controller_summary(rows: Sequence[RolloutMetrics]) -> ControllerSummary:
         collided=sum(r.collided for r in rows),
         passed=sum(r.passed for r in rows),
         commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
-        race=race_summary(races) if races and len(races) == len(rows) else None,
-        field_figures=pooled(fields) if fields and len(fields) == len(rows) else None,
+        own=kind.pool([r.own for r in rows]),
     )
 
 
 @dataclass(frozen=True)
-class Margin:
+class Margin(Generic[GapT]):
     """The policy minus a baseline (positive: the policy did better, except offset)."""
 
     baseline: str
@@ -316,21 +336,23 @@ class Margin:
     mean_abs_offset: float
     stop_rate: float | None
     distance_ratio: float | None
-    race: RaceMargin | None = None
+    own: GapT  # the world's own figures compared
 
     def event_fields(self) -> dict[str, object]:
-        fields: dict[str, object] = {
+        return {
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
             "distanceRatio": None if self.distance_ratio is None else round(self.distance_ratio, 3),
+            **self.own.own_fields(),
         }
-        if self.race is not None:
-            fields["race"] = self.race.event_fields()
-        return fields
 
 
-def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
+def margin(
+    policy: ControllerSummary[Pool],
+    baseline: ControllerSummary[Pool],
+    kind: FiguresKind[Row, Pool, Gap],
+) -> Margin[Gap]:
     stop = None
     if policy.stop_rate is not None and baseline.stop_rate is not None:
         stop = policy.stop_rate - baseline.stop_rate
@@ -340,22 +362,20 @@ def margin(policy: ControllerSummary, baseline: ControllerSummary) -> Margin:
         mean_abs_offset=policy.mean_abs_offset - baseline.mean_abs_offset,
         stop_rate=stop,
         distance_ratio=policy.distance_m / baseline.distance_m if baseline.distance_m else None,
-        race=(
-            race_margin(policy.race, baseline.race)
-            if policy.race is not None and baseline.race is not None
-            else None
-        ),
+        own=kind.margin(policy.own, baseline.own),
     )
 
 
 @dataclass(frozen=True)
-class ClosedLoopReport:
+class ClosedLoopReport(Generic[RowT, PoolT, GapT]):
+    """The rollouts of a drive, each controller's pooled figures, the policy's margins."""
+
     world: str
     seeds: tuple[int, ...]
     seconds: float
-    rollouts: tuple[RolloutMetrics, ...]
-    summaries: Mapping[str, ControllerSummary]
-    margins: Mapping[str, Margin]  # baseline name -> the policy's margin over it
+    rollouts: tuple[RolloutMetrics[RowT], ...]
+    summaries: Mapping[str, ControllerSummary[PoolT]]
+    margins: Mapping[str, Margin[GapT]]  # baseline name -> the policy's margin over it
 
     def summary_fields(self) -> dict[str, object]:
         return {
@@ -369,13 +389,17 @@ class ClosedLoopReport:
         }
 
 
+AnyReport = ClosedLoopReport[OwnFigures, OwnFigures, OwnFigures]
+DrivingReport = ClosedLoopReport[NoOwnFigures, NoOwnFigures, NoOwnFigures]
+
+
 def make_controller(
     name: str,
     world_name: str,
     policy_factory: Callable[[], TickPolicy] | None,
     hand_over: bool = True,
     seed: int = 0,
-) -> Controller:
+) -> Controller[object]:
     """`seed`: the rollout seed, whose human's first command is the operator's opening."""
     if name in ("policy", "blind"):
         if policy_factory is None:
@@ -395,11 +419,11 @@ def rollout(
     policy_factory: Callable[[], TickPolicy] | None = None,
     on_frame: FrameSink | None = None,
     hand_over: bool = True,
-) -> tuple[RolloutMetrics, RolloutTrace]:
+) -> tuple[RolloutMetrics[NoOwnFigures], RolloutTrace]:
     """One controller on world seed `seed` (the human model is the scenario's own driver).
     `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
     scenario = rollout_scenario(world_name, seed)
-    controller: Controller = (
+    controller: Controller[World] = (
         scenario.human
         if controller_name == "human"
         else make_controller(controller_name, world_name, policy_factory, hand_over, seed)
@@ -415,10 +439,10 @@ def closed_loop_report(
     seconds: float,
     *,
     controllers: Sequence[str] | None = None,
-    on_rollout: Callable[[RolloutMetrics, RolloutTrace], None] | None = None,
+    on_rollout: Callable[[RolloutMetrics[NoOwnFigures], RolloutTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
     hand_over: bool = True,
-) -> ClosedLoopReport:
+) -> DrivingReport:
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
 
     `policy_factory` is called once per policy rollout (a cached policy is fine: the driver
@@ -426,7 +450,7 @@ def closed_loop_report(
     sink for the policy's rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
-    rows: list[RolloutMetrics] = []
+    rows: list[RolloutMetrics[NoOwnFigures]] = []
     for name in controllers:
         for seed in seeds:
             sink = video(seed) if video is not None and name == "policy" else None
@@ -434,7 +458,7 @@ def closed_loop_report(
             rows.append(metrics)
             if on_rollout is not None:
                 on_rollout(metrics, trace)
-    return report_of(world, seeds, seconds, controllers, rows)
+    return report_of(world, seeds, seconds, controllers, rows, DRIVING_ONLY)
 
 
 def report_of(
@@ -442,17 +466,18 @@ def report_of(
     seeds: Sequence[int],
     seconds: float,
     controllers: Sequence[str],
-    rows: Sequence[RolloutMetrics],
-) -> ClosedLoopReport:
+    rows: Sequence[RolloutMetrics[Row]],
+    kind: FiguresKind[Row, Pool, Gap],
+) -> ClosedLoopReport[Row, Pool, Gap]:
     """Every controller's rollouts pooled, and the policy's margin over each other one."""
     summaries = {
-        name: controller_summary([row for row in rows if row.controller == name])
+        name: controller_summary([row for row in rows if row.controller == name], kind)
         for name in controllers
     }
     margins = {}
     if "policy" in summaries:
         margins = {
-            name: margin(summaries["policy"], summary)
+            name: margin(summaries["policy"], summary, kind)
             for name, summary in summaries.items()
             if name != "policy"
         }
@@ -461,9 +486,15 @@ def report_of(
 
 __all__ = [
     "BASELINES",
+    "DRIVING_ONLY",
+    "NO_FIGURES",
+    "AnyReport",
+    "AnyRollout",
     "ClosedLoopReport",
     "ControllerSummary",
+    "FiguresKind",
     "Margin",
+    "OwnFigures",
     "RolloutMetrics",
     "RolloutTrace",
     "closed_loop_report",

@@ -196,8 +196,8 @@ class SupervisedDriver:
         self.next_tick = 0.0
         policy.reset()
 
-    def act(self, world: World, camera: Camera) -> list[SentCommand]:
-        t = world.t_ms
+    def act(self, t_ms: float, camera: Camera, world: World) -> list[SentCommand]:
+        t = t_ms
         sent: list[SentCommand] = []
         if self.opening is not None:
             sent.append(self.opening)
@@ -233,7 +233,7 @@ class SupervisedDriver:
                 self.progress.restart()
                 self.human.watch(world)
                 return []
-            return self.observed(self.human.act(world, camera))
+            return self.observed(self.human.act(t, camera, world))
         rest_ms = 0.0 if self.rest_since is None else t - self.rest_since
         if within_rest_range(ahead):
             self.progress.restart()  # something to wait for: a new stretch after it
@@ -248,7 +248,7 @@ class SupervisedDriver:
         self.human_drives, self.control_since = True, t
         self.log.interventions.append(Intervention(t, reason))
         self.human.take_over()
-        return self.observed(self.human.act(world, camera))
+        return self.observed(self.human.act(t, camera, world))
 
     def observed(self, commands: list[SentCommand]) -> list[SentCommand]:
         for command in commands:

@@ -94,7 +94,7 @@ def human_opening(name: str, seed: int, namespace: str = ROLLOUT) -> SentCommand
     scenario = rollout_scenario(name, seed, namespace)
     world = scenario.world
     world.begin_tick()
-    for command in scenario.human.act(world, world.render):
+    for command in scenario.human.act(world.t_ms, world.render, world):
         if world.roles.get(command.type) == "movement" and command.values is not None:
             return SentCommand(0.0, command.type, dict(command.values))
     return scenario.kind.opening()
