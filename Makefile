@@ -46,7 +46,8 @@ test-reliability: install
 demo: install
 	rm -rf $(DEMO_ROOT)
 	$(BIN)/rovertrain synth --out $(DEMO_ROOT) --sessions 12 --minutes 2 --seed 7 > /dev/null
-	$(BIN)/rovertrain run --job $(DEMO_ROOT)/job.json | tee $(DEMO_ROOT)/events.ndjson
+	$(BIN)/rovertrain run --job $(DEMO_ROOT)/job.json > $(DEMO_ROOT)/events.ndjson && \
+	  $(BIN)/python -m rovertrain.cli.summary $(DEMO_ROOT)/events.ndjson
 	job_dir=$$($(BIN)/python -m rovertrain.cli.summary --job-dir $(DEMO_ROOT)/events.ndjson) && \
 	  $(BIN)/rovertrain report "$$job_dir" --out $(DEMO_ROOT)/report.png > /dev/null && \
 	  echo "dashboard written to $(DEMO_ROOT)/report.png"
