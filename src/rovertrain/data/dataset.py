@@ -33,45 +33,16 @@ from rovertrain.data.session_read import (
     SessionOutcome,
     SessionResult,
     Skip,
-    WindowSet,
     command_source,
-    empty_windows,
     internal_skip,
     session_outcome,
 )
 from rovertrain.data.settings import Decoding, Sampling
 from rovertrain.data.store import StoreSurvey, StoreUpdate, survey_store
+from rovertrain.data.window_set import WindowSet, WindowSetBuilder
 from rovertrain.protocol.events import EventStream
 
-__all__ = ["Dataset", "DatasetRequest", "SessionResult", "WindowSet", "build_dataset"]
-
-
-class WindowSetBuilder:
-    """Sessions' windows appended in the job's order into preallocated arrays."""
-
-    def __init__(self, capacity: int):
-        self.count = 0
-        self.sessions = 0
-        self.windows = empty_windows(capacity)
-
-    def add(self, chunk: WindowSet) -> None:
-        """One session's windows (each call is a new session)."""
-        end = self.count + len(chunk)
-        if end > len(self.windows):
-            raise ValueError("window set capacity exceeded")
-        window, target = slice(self.count, end), self.windows
-        target.frames[window] = chunk.frames
-        target.states[window] = chunk.states
-        target.fires[window] = chunk.fires
-        target.values[window] = chunk.values
-        target.available[window] = chunk.available
-        target.category[window] = chunk.category
-        target.session[window] = self.sessions
-        self.sessions += 1
-        self.count = end
-
-    def build(self) -> WindowSet:
-        return self.windows.subset(slice(0, self.count))
+__all__ = ["Dataset", "DatasetRequest", "SessionResult", "build_dataset"]
 
 
 @dataclass

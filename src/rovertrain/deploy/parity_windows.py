@@ -24,7 +24,7 @@ from rovertrain.contracts.observation import (
     STATE_FEATURES_PER_SLOT,
     TICK_MS,
 )
-from rovertrain.data.session_read import model_pictures
+from rovertrain.data.window_set import model_pictures
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 from rovertrain.sim.synth import simulate_session

@@ -10,8 +10,9 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import is_stop
 from rovertrain.contracts.json_types import JsonObject
-from rovertrain.data.dataset import Dataset, WindowSet
+from rovertrain.data.dataset import Dataset
 from rovertrain.data.partition import Partition
+from rovertrain.data.window_set import WindowSet
 from rovertrain.gate import (
     CameraGain,
     GateStatus,

@@ -40,7 +40,8 @@ from rovertrain.store.layout import Layout
 if TYPE_CHECKING:
     import torch
 
-    from rovertrain.data.dataset import Dataset, WindowSet
+    from rovertrain.data.dataset import Dataset
+    from rovertrain.data.window_set import WindowSet
     from rovertrain.gate import PublicationDecision
     from rovertrain.job.diagnostics import JobDiagnostics
     from rovertrain.job.evaluation import GateEvaluation, TrainingAudit
