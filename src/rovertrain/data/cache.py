@@ -21,11 +21,10 @@ import numpy as np
 
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data.decode import DECODER_VERSION, DecodeResult
 from rovertrain.data.recording import Recording
-from rovertrain.data.video import FRAME_BYTES
-from rovertrain.store.durable import replacing
 from rovertrain.store.layout import Layout
+from rovertrain.video.decode import DECODER_VERSION
+from rovertrain.video.source import FRAME_BYTES
 
 
 @dataclass(frozen=True)
@@ -95,11 +94,6 @@ def load(entry: CacheEntry) -> CachedFrames | None:
         return CachedFrames(entry.frames_path, ticks, frame_times, dict(stats))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def write_meta(entry: CacheEntry, result: DecodeResult) -> None:
-    with replacing(entry.meta_path) as temporary:
-        temporary.write_text(json.dumps({"key": entry.key, **result.to_json()}))
 
 
 def evict(root: Path, max_bytes: int, keep: Mapping[str, int]) -> tuple[int, int]:

@@ -18,8 +18,6 @@ import numpy as np
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.data import cache
-from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
-from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
 from rovertrain.data.manifest import ManifestRow, extend_with
 from rovertrain.data.partition import Partition, is_held_out
@@ -41,6 +39,8 @@ from rovertrain.data.settings import Decoding, Sampling
 from rovertrain.data.store import StoreSurvey, StoreUpdate, survey_store
 from rovertrain.data.window_set import WindowSet, WindowSetBuilder
 from rovertrain.protocol.events import EventStream
+from rovertrain.video.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
+from rovertrain.video.decoder_pool import DecoderPool
 
 __all__ = ["Dataset", "DatasetRequest", "SessionResult", "build_dataset"]
 

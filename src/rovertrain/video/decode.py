@@ -22,10 +22,10 @@ from av.video.stream import VideoStream
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STALE_FRAME_MS
-from rovertrain.data import segment_decode
-from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
-from rovertrain.data.video import (
+from rovertrain.video import segment_decode
+from rovertrain.video.decode_protocol import DecodeLimits
+from rovertrain.video.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
+from rovertrain.video.source import (
     DecodedTicks,
     FrameClock,
     FrameCounts,
@@ -103,7 +103,7 @@ class DecodeResult:
     stats: DecodeStats
 
     def to_json(self) -> JsonObject:
-        """The cache entry's JSON (`cache.write_meta` adds the key)."""
+        """The cache entry's JSON (the decoder child adds the key)."""
         return {
             "ticks": list(self.ticks),
             "frameTimes": list(self.frame_times),
