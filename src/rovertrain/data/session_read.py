@@ -19,10 +19,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import Schema, extended
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.observation import STALE_FRAME_MS
-from rovertrain.data import cache
-from rovertrain.data.cache import CachedFrames
 from rovertrain.data.field import FieldFigures
-from rovertrain.data.manifest import ManifestRow, command_types_json, fingerprint
 from rovertrain.data.partition import Partition, partition_of
 from rovertrain.data.recording import CommandLog, Recording, read_command_log
 from rovertrain.data.sampling import (
@@ -35,6 +32,8 @@ from rovertrain.data.sampling import (
 )
 from rovertrain.data.settings import Sampling
 from rovertrain.data.window_set import WindowSet, window_chunk
+from rovertrain.data.window_store.entries import StoredFrames, StoreEntry
+from rovertrain.data.window_store.manifest import ManifestRow, command_types_json, fingerprint
 from rovertrain.data.windows import (
     Labels,
     LabelSummary,
@@ -50,7 +49,7 @@ class SessionResult:
 
     session_id: str
     partition: Partition
-    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the cache (JSON)
+    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the window store (JSON)
     labels: LabelSummary
     windows: int
     usable_windows: int
@@ -100,7 +99,7 @@ def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
     )
 
 
-Ready = CachedFrames | SkipSession
+Ready = StoredFrames | SkipSession
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ class Session:
 
     session_id: str
     recording: Recording | None
-    entry: cache.CacheEntry | None
+    entry: StoreEntry | None
     ready: Ready
 
 
@@ -213,7 +212,7 @@ def session_outcome(
     except Exception as error:  # defence in depth: one session never ends the job
         return SessionOutcome(session_id, partition, None, skip=internal_skip(error))
     recording, frames, labels = session.recording, session.ready, labelled.labels
-    assert recording is not None and isinstance(frames, CachedFrames)
+    assert recording is not None and isinstance(frames, StoredFrames)
     grown = None if held_out else labelled.schema
     row = _manifest_row(session, labelled, reading.generation) if new else None
     entry = session.entry.name if session.entry is not None else None

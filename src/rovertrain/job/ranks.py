@@ -2,7 +2,7 @@
 
 run.py calls these at its steps. With one process every call is what the single-process job
 always did (no process group, the whole batch, the CPU). With several ranks:
-- every rank decodes a size-balanced shard of the uncached sessions into the shared cache,
+- every rank decodes a size-balanced shard of the sessions the shared window store lacks into it,
   then reads (labels, samples, gathers) a disjoint shard of the sessions the job reads; the
   outcomes are exchanged and every rank applies them all in the job's order, so every rank
   holds the dataset one process would build;
@@ -160,19 +160,19 @@ class Ranks:
 
     # -- decode -----------------------------------------------------------------------------
     def decode_shard(self, request: DatasetRequest, control: JobControl) -> DatasetRequest:
-        """Every rank decodes its shard of the uncached sessions into the shared cache; then
-        the request every rank builds the same dataset from (the cache, and the failures)."""
+        """Every rank decodes its shard of the sessions the shared window store lacks; then
+        the request every rank builds the same dataset from (the store, and the failures)."""
         if self.group is None:
             return request
-        from rovertrain.data.dataset import DecodedByRanks, decode_into_cache, uncached_sessions
+        from rovertrain.data.dataset import DecodedByRanks, decode_into_store, unstored_sessions
         from rovertrain.job.agreement import DecodeAgreement
 
-        pending = uncached_sessions(request) if self.leads else []
+        pending = unstored_sessions(request) if self.leads else []
         shards = self.group.from_leader(shard_sessions(pending, self.size))
         mine = shards[self.world.rank]
         watcher = DecodeAgreement(control, self.group)
         started = time.monotonic()
-        failures = decode_into_cache(dataclasses.replace(request, sessions=mine), watcher)
+        failures = decode_into_store(dataclasses.replace(request, sessions=mine), watcher)
         self.report.decodedSessions = sorted(set(mine) - set(failures))
         self.report.decodeSeconds = round(time.monotonic() - started, 3)
         watcher.wait_for_all()
@@ -183,7 +183,7 @@ class Ranks:
         return dataclasses.replace(
             request,
             decoded=DecodedByRanks(decoded, every),
-            maintains_cache=self.leads,
+            maintains_store=self.leads,
             exchange=RankExchange(self.world.rank, self.size, self.group),
         )
 
@@ -203,7 +203,7 @@ class Ranks:
         ]:
             raise RovertrainError(
                 ErrorCode.INTERNAL,
-                "The ranks built different datasets from the same cache; this is a bug.",
+                "The ranks built different datasets from the same window store; this is a bug.",
                 f"rank {self.world.rank}: pool {shape[0]:g}, held out {shape[1]:g}",
             )
 

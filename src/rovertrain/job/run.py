@@ -211,7 +211,7 @@ def commit_store(run: JobRun, dataset: Dataset) -> None:
     """The manifest gains the sessions this job ingested, the store is brought within its
     budget, and one `store` event sums up what was read and what was not (the sessions read
     each had a `dataset` event, the others are only counted here)."""
-    from rovertrain.data.store import commit_store as commit
+    from rovertrain.data.window_store.upkeep import commit_store as commit
 
     update = dataset.store
     if update is None:
