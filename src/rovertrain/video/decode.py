@@ -1,7 +1,7 @@
 """Decode one session's video into the frames of its 100 ms ticks (runs in a child process).
 
 Only the newest frame at or before each tick is converted (one reused reformatter), and the
-converted frames stream straight into a cache file, so memory stays flat however long the
+converted frames stream straight into a store entry's file, so memory stays flat however long the
 recording is.
 """
 
@@ -56,7 +56,7 @@ class VideoInfo:
 
 @dataclass(frozen=True)
 class DecodeStats:
-    """A decode's diagnostics: `stats` in the cache entry's JSON and in the `dataset` event."""
+    """A decode's diagnostics: `stats` in the store entry's JSON and in the `dataset` event."""
 
     video: VideoInfo
     counts: FrameCounts
@@ -103,7 +103,7 @@ class DecodeResult:
     stats: DecodeStats
 
     def to_json(self) -> JsonObject:
-        """The cache entry's JSON (the decoder child adds the key)."""
+        """The store entry's JSON (the decoder child adds the key)."""
         return {
             "ticks": list(self.ticks),
             "frameTimes": list(self.frame_times),

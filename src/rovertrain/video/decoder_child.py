@@ -40,7 +40,7 @@ def main(request: DecodeRequest, conn: Connection) -> None:
                 request.limits,
                 sink,
                 lambda frames: conn.send(FramesDecoded(frames)),
-                scratch_dir=frames_path.parent,  # segment scratch files: the cache's disk
+                scratch_dir=frames_path.parent,  # segment scratch files: the store's disk
             )
         # The entry's metadata last: an entry counts only once its JSON names its key.
         with replacing(request.meta_path) as temporary:

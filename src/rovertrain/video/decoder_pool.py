@@ -2,8 +2,8 @@
 
 A crash, a hang or an exception in FFmpeg costs one session, never the job. The job's
 `threads` are shared out: one per child while sessions queue, all the free ones to a child
-that starts with no session behind it (the common scheduled job: one new drive, a cache for
-the rest), which the child hands to the codec's frame/slice threads.
+that starts with no session behind it (the common scheduled job: one new drive, the window
+store for the rest), which the child hands to the codec's frame/slice threads.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from rovertrain.video.containers import describe_head, sniff_container
 from rovertrain.video.decode_protocol import DecodeLimits
 
 FRAME_BYTES = OBS_WIDTH * OBS_HEIGHT * OBS_CHANNELS
-"""One converted tick frame in the cache (uint8, H×W×C)."""
+"""One converted tick frame in the window store (uint8, H×W×C)."""
 
 
 def open_checked(path: Path, limits: DecodeLimits) -> tuple[str, int]:
