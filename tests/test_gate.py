@@ -5,20 +5,20 @@ from dataclasses import replace
 import pytest
 
 from rovertrain.data.field import FieldFigures
-from rovertrain.gate import (
+from rovertrain.gate.canary import CanaryVerdict, canary_verdict
+from rovertrain.gate.imitation import (
     CameraGain,
-    CanaryVerdict,
     GateStatus,
     HeldOutSupport,
-    PublicationHistory,
-    canary_verdict,
     gate_reasons,
-    not_enough_data,
+    stop_conditions_apply,
+)
+from rovertrain.gate.publication import (
+    PublicationHistory,
     publication_decision,
     publication_reasons,
-    stop_conditions_apply,
-    training_deadline,
 )
+from rovertrain.job.budget import not_enough_data, training_deadline
 from rovertrain.job.config import load_job_text
 from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
 

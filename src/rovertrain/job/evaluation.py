@@ -13,7 +13,7 @@ from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset
 from rovertrain.data.partition import Partition
 from rovertrain.data.window_set import WindowSet
-from rovertrain.gate import (
+from rovertrain.gate.imitation import (
     CameraGain,
     GateStatus,
     HeldOutSupport,

@@ -1,7 +1,7 @@
 """`rovertrain run`: one finite training job, read top to bottom as its named steps.
 
 Every step's detail lives in its own module: data/ (decode, label, sample), learn/ (policy,
-loop, evaluation), gate.py (the rules), store/ (checkpoints, resume), job/ (lifecycle).
+loop, evaluation), gate/ (the rules), store/ (checkpoints, resume), job/ (lifecycle).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from rovertrain.data.dataset import Dataset
     from rovertrain.data.window_set import WindowSet
-    from rovertrain.gate import PublicationDecision
+    from rovertrain.gate.publication import PublicationDecision
     from rovertrain.job.diagnostics import JobDiagnostics
     from rovertrain.job.evaluation import GateEvaluation, TrainingAudit
     from rovertrain.job.publication import Candidate, Published
@@ -231,7 +231,7 @@ def commit_store(run: JobRun, dataset: Dataset) -> None:
 
 def too_little_data(run: JobRun, dataset: Dataset) -> str | None:
     """Why the job cannot train on this pool (a stop request counts too), or None."""
-    from rovertrain.gate import not_enough_data
+    from rovertrain.job.budget import not_enough_data
 
     pool = dataset.pool
     any_command = bool(len(pool) and pool.fires.any())
@@ -275,8 +275,8 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
 
 def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
     """Trains on every rank; afterwards the policy and its optimizer are on the CPU."""
-    from rovertrain.gate import training_deadline
     from rovertrain.job import evaluation as ev
+    from rovertrain.job.budget import training_deadline
     from rovertrain.learn.losses import selection_setup
     from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
@@ -355,7 +355,7 @@ def publication_rules(
     run: JobRun, dataset: Dataset, trained: Trained, evaluation: GateEvaluation
 ) -> PublicationDecision:
     """Whether to promote; the resume state then takes in this job's schema and rovers."""
-    from rovertrain.gate import PublicationHistory, publication_decision
+    from rovertrain.gate.publication import PublicationHistory, publication_decision
 
     state = run.state
     stop_label = run.control.stop_label() or trained.result.stopped_by.publication_blocker()
