@@ -49,8 +49,8 @@ __all__ = ["Dataset", "DatasetRequest", "SessionResult", "build_dataset"]
 @dataclass
 class Dataset:
     schema: Schema
-    pool: WindowSet  # training windows
-    validation: WindowSet  # held-out sessions: the gate's
+    training: WindowSet  # the training sessions' sampled windows
+    held_out: WindowSet  # the held-out sessions' windows: the gate's
     selection: WindowSet  # the tails of the training sessions: weight selection, patience
     accepted: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
@@ -264,8 +264,8 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     )
     dataset = Dataset(
         schema=request.schema,
-        pool=builders.training.build(),
-        validation=builders.held_out.build(),
+        training=builders.training.build(),
+        held_out=builders.held_out.build(),
         selection=builders.selection.build(),
         store=StoreUpdate(found),
     )
@@ -282,8 +282,8 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         _read_shared(job, dataset, builders, stream, watcher, exchange)
     else:
         _read_in_order(job, dataset, builders, stream, watcher)
-    dataset.pool = builders.training.build()
-    dataset.validation = builders.held_out.build()
+    dataset.training = builders.training.build()
+    dataset.held_out = builders.held_out.build()
     dataset.selection = builders.selection.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
     return dataset

@@ -192,7 +192,7 @@ class Ranks:
         rank must hold the same pool (they trained on different data otherwise)."""
         if self.group is None:
             return
-        shape = [float(len(dataset.pool)), float(len(dataset.validation))]
+        shape = [float(len(dataset.training)), float(len(dataset.held_out))]
         stop, *largest = self.group.all_max([float(control.should_stop()), *shape])
         if stop:
             if not control.stop_requested():

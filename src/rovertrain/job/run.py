@@ -150,7 +150,7 @@ def run_steps(
     # 4. Enough data?
     reason = too_little_data(run, dataset)
     if reason:
-        samples = len(dataset.pool)
+        samples = len(dataset.training)
         return finish_untrained(stream, control, dataset, diagnostics, reason, samples=samples)
 
     # 5. The policy (the resume state's on the same footage, else the initial weights), its
@@ -230,13 +230,13 @@ def commit_store(run: JobRun, dataset: Dataset) -> None:
 
 
 def too_little_data(run: JobRun, dataset: Dataset) -> str | None:
-    """Why the job cannot train on this pool (a stop request counts too), or None."""
+    """Why the job cannot train on these windows (a stop request counts too), or None."""
     from rovertrain.job.budget import not_enough_data
 
-    pool = dataset.pool
-    any_command = bool(len(pool) and pool.fires.any())
+    training = dataset.training
+    any_command = bool(len(training) and training.fires.any())
     minimum = run.job.config.sampling.minimumSamples
-    return not_enough_data(len(pool), any_command, run.control.should_stop(), minimum)
+    return not_enough_data(len(training), any_command, run.control.should_stop(), minimum)
 
 
 def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
@@ -262,11 +262,11 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     run.diagnostics.optimizer(optimizer_settings(optimizer))
     weights = config.loss
     setup = loss_setup(
-        dataset.pool, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
+        dataset.training, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
     )
     placed_setup = run.ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(run.job, dataset)
-    audit_windows = ev.audit_windows(dataset.pool)
+    audit_windows = ev.audit_windows(dataset.training)
     started = time.monotonic()
     audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
     run.diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
@@ -283,13 +283,13 @@ def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
 
     config, ranks, state, model = run.job.config, run.ranks, run.state, trainee.model
     plan = TrainingPlan(
-        pool=dataset.pool,
+        pool=dataset.training,
         setup=trainee.placed_setup,
         hyper=trainee.hyper,
         seed=run.job.seed,
         start_steps=state.steps,
         start_examples=state.examples,
-        deadline_seconds=training_deadline(config.budget.maxJobSeconds, len(dataset.validation)),
+        deadline_seconds=training_deadline(config.budget.maxJobSeconds, len(dataset.held_out)),
         share=ranks.share(),
     )
     selection = config.selection
@@ -304,7 +304,7 @@ def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
     )
     every = config.monitoring.evalEverySteps
     periodic = ev.periodic_evaluation(
-        run.stream, every, model, dataset.validation, trainee.scoring, trainee.setup
+        run.stream, every, model, dataset.held_out, trainee.scoring, trainee.setup
     )
     on_step = ranks.lead_only(ev.each_step(best.on_step, periodic))
     reporter = progress_reporter(run.stream, run.control)
@@ -346,7 +346,7 @@ def evaluate_trained(
         max_seconds=config.monitoring.probeMaxSeconds,
     )
     ev.probe_when_due(audit, run.state, probe, control, trained.steps)
-    audit.extra = ev.audit_inputs(trained.result, trainee.setup, trainee.scoring, dataset.pool)
+    audit.extra = ev.audit_inputs(trained.result, trainee.setup, trainee.scoring, dataset.training)
     run.diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
     return evaluation
 
