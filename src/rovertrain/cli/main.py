@@ -118,9 +118,9 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
     """Run one finite training job."""
     import os
 
-    from rovertrain.distributed.world import world_from_env
+    from rovertrain.distributed.rank_place import rank_place_from_env
 
-    world = world_from_env(os.environ)
+    world = rank_place_from_env(os.environ)
 
     def body(stream: EventStream) -> int:
         from rovertrain.job.config import load_job_file
