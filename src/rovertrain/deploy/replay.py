@@ -92,12 +92,12 @@ def load_policy(path_text: str) -> LoadedPolicy:
     from rovertrain.deploy.export import (
         decision_rules,
         load_checkpoint,
-        restore_policy,
+        policy_from_checkpoint,
         runtime_specification,
     )
 
     meta, weights = load_checkpoint(path)
-    model = restore_policy(path, meta, weights)  # refuses another policy version
+    model = policy_from_checkpoint(path, meta, weights)  # refuses another policy version
     torch.set_num_threads(1)
     spec = runtime_specification(meta, *decision_rules(meta))
     return LoadedPolicy(RoverPolicy(TorchSession(model), spec), "torch", spec.model.to_json())

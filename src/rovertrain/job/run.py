@@ -31,8 +31,8 @@ from rovertrain.job.steps import (
     finish_untrained,
     hyperparameters,
     optimizer_settings,
+    policy_to_train,
     progress_reporter,
-    restore_policy,
 )
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
@@ -258,7 +258,7 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     resume = start is StartingWeights.RESUMED
     if not resume:
         run.state.learning_probe = None  # it described the weights left behind: due again
-    model, optimizer = restore_policy(run.state, hyper, run.job.seed, resume=resume)
+    model, optimizer = policy_to_train(run.state, hyper, run.job.seed, resume=resume)
     run.diagnostics.optimizer(optimizer_settings(optimizer))
     weights = config.loss
     setup = loss_setup(
