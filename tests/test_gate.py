@@ -18,7 +18,6 @@ from rovertrain.gate.publication import (
     publication_decision,
     publication_reasons,
 )
-from rovertrain.job.budget import not_enough_data, training_deadline
 from rovertrain.job.config import load_job_text
 from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
 
@@ -209,15 +208,6 @@ def test_publication_decision_counts_minutes_from_windows() -> None:
     assert stale.reason == (
         "Waiting for new driving footage since last publication; Job time budget reached"
     )
-
-
-def test_not_enough_data_and_the_training_deadline() -> None:
-    assert not_enough_data(10, True, True, 5) == "Stopped/time limit"
-    assert not_enough_data(4, True, False, 5) is not None
-    assert not_enough_data(10, False, False, 5) is not None
-    assert not_enough_data(10, True, False, 5) is None
-    assert training_deadline(600, 1000) == pytest.approx(600 - 7.0)
-    assert training_deadline(8, 10_000) == pytest.approx(6.0)  # never more than a quarter
 
 
 def field(minutes: float, autonomous_share: float, take_overs: int) -> FieldFigures:
