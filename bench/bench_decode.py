@@ -57,13 +57,13 @@ from typing import Any
 import av
 import numpy as np
 
-import rovertrain.data.decode as decode
-import rovertrain.data.segment_decode as segment_decode
+import rovertrain.video.decode as decode
+import rovertrain.video.segment_decode as segment_decode
 from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, TICK_MS
-from rovertrain.data.decode import DecodeLimits, decode_to_file
-from rovertrain.data.decoder_pool import codec_threads
-from rovertrain.data.packet_scan import SkipPlan
-from rovertrain.data.video import TickWriter
+from rovertrain.video.decode import DecodeLimits, decode_to_file
+from rovertrain.video.decoder_pool import codec_threads
+from rovertrain.video.packet_scan import SkipPlan
+from rovertrain.video.source import TickWriter
 
 FPS, WIDTH, HEIGHT = 30, 640, 480
 

@@ -39,7 +39,7 @@ def child_peak_rss(video: Path, threads: int = 1) -> float:
     program = (
         "import io, resource, sys\n"
         "from pathlib import Path\n"
-        "from rovertrain.data.decode import DecodeLimits, decode_to_file\n"
+        "from rovertrain.video.decode import DecodeLimits, decode_to_file\n"
         f"limits = DecodeLimits(1 << 40, 1 << 30, 1e9, {threads})\n"
         "decode_to_file(Path(sys.argv[1]), 0.0, limits, open('/dev/null', 'wb'))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"

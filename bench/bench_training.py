@@ -22,7 +22,7 @@ from rovertrain.contracts.observation import (
     OBS_WIDTH,
     STATE_FEATURES_PER_SLOT,
 )
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.job.config import Config, parse_job
 from rovertrain.job.steps import hyperparameters
 from rovertrain.learn.losses import loss_setup

@@ -5,19 +5,18 @@ from dataclasses import replace
 import pytest
 
 from rovertrain.data.field import FieldFigures
-from rovertrain.gate import (
+from rovertrain.gate.canary import CanaryVerdict, canary_verdict
+from rovertrain.gate.imitation import (
     CameraGain,
-    CanaryVerdict,
     GateStatus,
     HeldOutSupport,
-    PublicationHistory,
-    canary_verdict,
     gate_reasons,
-    not_enough_data,
+    stop_conditions_apply,
+)
+from rovertrain.gate.publication import (
+    PublicationHistory,
     publication_decision,
     publication_reasons,
-    stop_conditions_apply,
-    training_deadline,
 )
 from rovertrain.job.config import load_job_text
 from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
@@ -209,15 +208,6 @@ def test_publication_decision_counts_minutes_from_windows() -> None:
     assert stale.reason == (
         "Waiting for new driving footage since last publication; Job time budget reached"
     )
-
-
-def test_not_enough_data_and_the_training_deadline() -> None:
-    assert not_enough_data(10, True, True, 5) == "Stopped/time limit"
-    assert not_enough_data(4, True, False, 5) is not None
-    assert not_enough_data(10, False, False, 5) is not None
-    assert not_enough_data(10, True, False, 5) is None
-    assert training_deadline(600, 1000) == pytest.approx(600 - 7.0)
-    assert training_deadline(8, 10_000) == pytest.approx(6.0)  # never more than a quarter
 
 
 def field(minutes: float, autonomous_share: float, take_overs: int) -> FieldFigures:

@@ -1,4 +1,4 @@
-"""Which sessions a job reads (data/reading.py) and which frames the budget drops (data/store.py):
+"""Which sessions a job reads (data/reading.py) and which frames the budget drops (data/window_store/upkeep.py):
 pure decisions, no files."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rovertrain.data.manifest import ManifestRow
 from rovertrain.data.reading import Older, choose_held_out, choose_older, plan_reading
-from rovertrain.data.store import frames_to_drop
+from rovertrain.data.window_store.manifest import ManifestRow
+from rovertrain.data.window_store.upkeep import frames_to_drop
 
 
 def olders(count: int, rover: str = "r1", usable: int = 100, stops: bool = True) -> list[Older]:

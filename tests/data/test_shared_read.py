@@ -123,7 +123,7 @@ def test_two_ranks_read_disjoint_shards_and_build_the_one_process_dataset(
     assert read_by[0] | read_by[1] == set(alone.accepted) | set(alone.rejected)
     for dataset, events in built.values():
         assert dataset.schema == alone.schema and dataset.accepted == alone.accepted
-        for part in ("pool", "validation", "selection"):
+        for part in ("training", "held_out", "selection"):
             mine, theirs = getattr(dataset, part), getattr(alone, part)
             for array in ("frames", "states", "fires", "values", "available", "session"):
                 assert np.array_equal(getattr(mine, array), getattr(theirs, array)), part

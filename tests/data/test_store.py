@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO, Result, cli_env, parse_events, run_cli
 from fleet import clone_sessions, clone_store_entries
-from rovertrain.data.manifest import manifest_path, read_manifest
+from rovertrain.data.window_store.manifest import manifest_path, read_manifest
 
 QUICK = {"passesPerJob": 1, "maxStepsPerJob": 2, "minimumSamples": 1, "maxSamples": 2000,
          "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,

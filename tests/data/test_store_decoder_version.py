@@ -12,11 +12,11 @@ import numpy as np
 
 from conftest import REPO, Result, cli_env, parse_events, run_cli
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data import cache
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.manifest import read_manifest
 from rovertrain.data.recording import load_recording
+from rovertrain.data.window_store import entries as store_entries
+from rovertrain.data.window_store.manifest import read_manifest
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.decode_protocol import DecodeLimits
 
 LIMITS = DecodeLimits(max_bytes=1 << 32, max_pixels=1 << 26, max_seconds=7200, threads=1)
 
@@ -25,8 +25,8 @@ def inspect_with_decoder(root: Path, version: int) -> Result:
     """`rovertrain inspect ROOT` as a release whose decoder version was `version` ran it."""
     code = (
         "import runpy, sys\n"
-        "import rovertrain.data.cache as cache\n"
-        f"cache.DECODER_VERSION = {version}\n"
+        "import rovertrain.data.window_store.entries as entries\n"
+        f"entries.DECODER_VERSION = {version}\n"
         "sys.argv[0] = 'rovertrain'\n"
         "runpy.run_module('rovertrain', run_name='__main__')\n"
     )
@@ -64,7 +64,7 @@ def test_a_store_of_the_decoder_that_skipped_the_loop_filter_is_decoded_again(
     old_rows = read_manifest(root).rows
     # Mark what the old decoder stored, so that a frame of it read back would show.
     for row in old_rows.values():
-        frames = cache.cache_dir(root) / f"{row.entry}.frames"
+        frames = store_entries.store_dir(root) / f"{row.entry}.frames"
         frames.write_bytes(bytes(frames.stat().st_size))
 
     new = run_cli("inspect", str(root))
@@ -72,9 +72,9 @@ def test_a_store_of_the_decoder_that_skipped_the_loop_filter_is_decoded_again(
     assert decoded(new) == dict.fromkeys(sessions, True)
     rows = read_manifest(root).rows
     for session_id in sessions:
-        entry = cache.entry_for(root, load_recording(root, session_id))
+        entry = store_entries.entry_for(root, load_recording(root, session_id))
         assert rows[session_id].entry == entry.name != old_rows[session_id].entry
-        stored = cache.load(entry)
+        stored = store_entries.load(entry)
         assert stored is not None and stored.frames.any()
         np.testing.assert_array_equal(stored.frames, fresh_frames(root, session_id, tmp_path))
 

@@ -23,13 +23,13 @@ from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
 from rovertrain.contracts.runtime_spec import FORMAT, FORMATS, SUPERSEDED_FORMAT, RuntimeSpec
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, load_recording, read_command_log
-from rovertrain.data.session_read import model_pictures
+from rovertrain.data.window_set import model_pictures
 from rovertrain.data.windows import label_windows
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.store.publish import publish_checkpoint
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.decode_protocol import DecodeLimits
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")

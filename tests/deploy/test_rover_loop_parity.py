@@ -26,10 +26,10 @@ import pytest
 
 from conftest import run_cli
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, TICK_MS
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Recording, load_recording, read_command_log
-from rovertrain.data.session_read import model_pictures
+from rovertrain.data.window_set import model_pictures
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.decode_protocol import DecodeLimits
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")

@@ -14,7 +14,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from rovertrain.distributed.group import RankGroup
-from rovertrain.distributed.world import World
+from rovertrain.distributed.rank_place import RankPlace
 
 
 def free_port() -> int:
@@ -27,8 +27,8 @@ def free_port() -> int:
 def join(rank: int, ranks: int, port: int, timeout: float) -> RankGroup:
     """Join a gloo group the way RankGroup.join does under a launcher (env:// rendezvous)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    world = World(rank=rank, size=ranks)
-    group = RankGroup(world, "gloo", timeout)
+    place = RankPlace(rank=rank, size=ranks)
+    group = RankGroup(place, "gloo", timeout)
     dist.init_process_group(
         "gloo", rank=rank, world_size=ranks, timeout=datetime.timedelta(seconds=timeout)
     )

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rovertrain.contracts.errors import ErrorCode, InvalidJob
-from rovertrain.distributed.world import ONE_PROCESS, World
+from rovertrain.distributed.rank_place import ONE_PROCESS, RankPlace
 from rovertrain.job.config import Config, load_job_text
 from rovertrain.job.ranks import resolve_device
 
@@ -34,7 +34,7 @@ def test_an_unknown_device_names_the_field() -> None:
 
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
 def test_without_a_gpu_auto_is_the_cpu_and_cuda_is_refused() -> None:
-    assert resolve_device("auto", World(rank=1, size=2, local_rank=1)) == torch.device("cpu")
+    assert resolve_device("auto", RankPlace(rank=1, size=2, local_rank=1)) == torch.device("cpu")
     with pytest.raises(InvalidJob) as caught:
         resolve_device("cuda", ONE_PROCESS)
     assert caught.value.code is ErrorCode.INVALID_JOB and caught.value.pointer == "/config/device"
@@ -44,10 +44,10 @@ def test_without_a_gpu_auto_is_the_cpu_and_cuda_is_refused() -> None:
 def test_each_local_rank_gets_a_gpu_of_its_own() -> None:
     count = torch.cuda.device_count()
     for local in range(count):
-        device = resolve_device("cuda", World(rank=local, size=count + 1, local_rank=local))
+        device = resolve_device("cuda", RankPlace(rank=local, size=count + 1, local_rank=local))
         assert device == torch.device("cuda", local)
     with pytest.raises(InvalidJob):  # NCCL cannot put two ranks on one GPU
-        resolve_device("cuda", World(rank=count, size=count + 1, local_rank=count))
+        resolve_device("cuda", RankPlace(rank=count, size=count + 1, local_rank=count))
     assert resolve_device("auto", ONE_PROCESS).type == "cuda"
 
 

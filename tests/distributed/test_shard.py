@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from rovertrain.distributed.rank_place import ONE_PROCESS, RankPlace, rank_place_from_env
 from rovertrain.distributed.shard import batch_share, shard_sessions
-from rovertrain.distributed.world import ONE_PROCESS, World, world_from_env
 
 
 def sizes(count: int, seed: int) -> list[tuple[str, int]]:
@@ -56,10 +56,10 @@ def test_a_batch_smaller_than_the_world_still_gives_every_rank_an_example() -> N
 
 
 def test_world_from_the_launchers_environment() -> None:
-    assert world_from_env({}) == ONE_PROCESS
-    assert world_from_env({"WORLD_SIZE": "1", "RANK": "0"}) == ONE_PROCESS
-    world = world_from_env({"WORLD_SIZE": "4", "RANK": "2", "LOCAL_RANK": "0"})
-    assert world == World(rank=2, size=4, local_rank=0)
-    assert world.distributed and not world.leads
-    assert world_from_env({"WORLD_SIZE": "2", "RANK": "x"}) == ONE_PROCESS
-    assert world_from_env({"WORLD_SIZE": "2", "RANK": "2"}) == ONE_PROCESS
+    assert rank_place_from_env({}) == ONE_PROCESS
+    assert rank_place_from_env({"WORLD_SIZE": "1", "RANK": "0"}) == ONE_PROCESS
+    place = rank_place_from_env({"WORLD_SIZE": "4", "RANK": "2", "LOCAL_RANK": "0"})
+    assert place == RankPlace(rank=2, size=4, local_rank=0)
+    assert place.distributed and not place.leads
+    assert rank_place_from_env({"WORLD_SIZE": "2", "RANK": "x"}) == ONE_PROCESS
+    assert rank_place_from_env({"WORLD_SIZE": "2", "RANK": "2"}) == ONE_PROCESS

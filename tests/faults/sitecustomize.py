@@ -42,8 +42,8 @@ VARIABLE = "ROVERTRAIN_FAULTS"
 # Where the faults strike, in one place: wrapper (defined below) -> ("module:attribute", keys).
 # To retarget a fault, name another product function here that takes the same arguments.
 TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "decoder_child": ("rovertrain.data.decoder_child:main", ("crash", "hang")),
-    "decoded_frame": ("rovertrain.data.video:FrameClock.place", ("slowFrameSeconds",)),
+    "decoder_child": ("rovertrain.video.decoder_child:main", ("crash", "hang")),
+    "decoded_frame": ("rovertrain.video.source:FrameClock.place", ("slowFrameSeconds",)),
     "write_file": ("rovertrain.store.durable:write_durably", ("slowWriteSeconds", "failFsync")),
     "fsync_folder": ("rovertrain.store.durable:fsync_directory", ("failFsync",)),
     "rename": ("rovertrain.store.durable:rename_no_replace", ("failRename",)),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.settings import knobs, names
-from rovertrain.gate_settings import Gate
+from rovertrain.gate.settings import Gate
 from rovertrain.job.config import Config
 from rovertrain.job.schema import (
     README_END,

@@ -17,7 +17,7 @@ from rovertrain.job.state import (
     new_footage,
     starting_weights,
 )
-from rovertrain.job.steps import hyperparameters, optimizer_settings, restore_policy
+from rovertrain.job.steps import hyperparameters, optimizer_settings, policy_to_train
 from rovertrain.learn.settings import Augmentation, Optimisation
 from rovertrain.learn.train import Hyperparameters
 
@@ -31,7 +31,7 @@ HYPER = Hyperparameters(
 
 
 def _saved_state() -> TrainingState:
-    model, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
+    model, optimizer = policy_to_train(TrainingState.fresh(), HYPER, seed=0, resume=True)
     images = torch.zeros(2, MODEL_CHANNELS, 72, 96)
     states = torch.zeros(2, SLOTS * STATE_FEATURES_PER_SLOT)
     logits, values = model(images, states)
@@ -47,7 +47,7 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
     saved = _saved_state()
     optimisation = dataclasses.replace(HYPER.optimisation, learningRate=2e-4, weightDecay=0.05)
     changed = dataclasses.replace(HYPER, optimisation=optimisation)
-    _, optimizer = restore_policy(saved, changed, seed=0, resume=True)
+    _, optimizer = policy_to_train(saved, changed, seed=0, resume=True)
     assert {group["lr"] for group in optimizer.param_groups} == {2e-4}
     assert {group["weight_decay"] for group in optimizer.param_groups} == {0.05}
     assert optimizer_settings(optimizer) == {"learningRate": 2e-4, "weightDecay": 0.05}
@@ -56,17 +56,17 @@ def test_the_jobs_learning_rate_and_weight_decay_apply_on_resume() -> None:
 
 
 def test_a_fresh_policy_uses_the_jobs_settings() -> None:
-    _, optimizer = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
+    _, optimizer = policy_to_train(TrainingState.fresh(), HYPER, seed=0, resume=True)
     assert optimizer_settings(optimizer) == {"learningRate": 1e-3, "weightDecay": 0.01}
 
 
 def test_the_jobs_seed_decides_the_initial_weights() -> None:
     torch.manual_seed(123)
     before = torch.get_rng_state()
-    first, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
+    first, _ = policy_to_train(TrainingState.fresh(), HYPER, seed=7, resume=True)
     torch.manual_seed(999)  # whatever the process's generator holds
-    again, _ = restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
-    other, _ = restore_policy(TrainingState.fresh(), HYPER, seed=8, resume=True)
+    again, _ = policy_to_train(TrainingState.fresh(), HYPER, seed=7, resume=True)
+    other, _ = policy_to_train(TrainingState.fresh(), HYPER, seed=8, resume=True)
     for name, tensor in first.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name
     assert any(
@@ -74,7 +74,7 @@ def test_the_jobs_seed_decides_the_initial_weights() -> None:
         for name, tensor in first.state_dict().items()
     )
     torch.manual_seed(123)
-    restore_policy(TrainingState.fresh(), HYPER, seed=7, resume=True)
+    policy_to_train(TrainingState.fresh(), HYPER, seed=7, resume=True)
     assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is untouched
 
 
@@ -94,12 +94,12 @@ def test_the_jobs_settings_reach_training_as_declared() -> None:
 
 def test_without_resume_the_weights_and_moments_are_the_seeds_initial_ones() -> None:
     saved = _saved_state()
-    initial, _ = restore_policy(TrainingState.fresh(), HYPER, seed=0, resume=True)
-    model, optimizer = restore_policy(saved, HYPER, seed=0, resume=False)
+    initial, _ = policy_to_train(TrainingState.fresh(), HYPER, seed=0, resume=True)
+    model, optimizer = policy_to_train(saved, HYPER, seed=0, resume=False)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, initial.state_dict()[name]), name
     assert not any(len(value) for value in optimizer.state.values())
-    resumed, _ = restore_policy(saved, HYPER, seed=0, resume=True)
+    resumed, _ = policy_to_train(saved, HYPER, seed=0, resume=True)
     assert any(
         not torch.equal(tensor, initial.state_dict()[name])
         for name, tensor in resumed.state_dict().items()
@@ -112,7 +112,7 @@ def test_saved_weights_that_do_not_fit_are_refused_also_when_not_resumed(resume:
     assert saved.weights is not None
     saved.weights = {name: tensor[:1] for name, tensor in saved.weights.items()}
     with pytest.raises(RovertrainError) as refused:
-        restore_policy(saved, HYPER, seed=0, resume=resume)
+        policy_to_train(saved, HYPER, seed=0, resume=resume)
     assert refused.value.code is ErrorCode.RESUME_INCOMPATIBLE
 
 

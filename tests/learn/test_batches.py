@@ -13,7 +13,7 @@ from rovertrain.contracts.observation import (
     OBS_WIDTH,
     STATE_FEATURES_PER_SLOT,
 )
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import batch_tensors, drop_value_history
 from rovertrain.learn.losses import loss_setup, losses, selection_setup
 
@@ -133,8 +133,7 @@ def test_type_change_event_weight_scales_the_restarts_in_the_event_loss() -> Non
 
 
 def test_a_window_carries_its_previous_ticks_frame_into_the_batch() -> None:
-    from rovertrain.data.dataset import WindowSetBuilder
-    from rovertrain.data.session_read import window_chunk
+    from rovertrain.data.window_set import WindowSetBuilder, window_chunk
     from rovertrain.data.windows import label_windows
 
     ticks = np.arange(6, dtype=np.int64) * 100

@@ -11,7 +11,7 @@ from rovertrain.contracts.observation import (
     OBS_WIDTH,
     STATE_FEATURES_PER_SLOT,
 )
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 
 
 def learnable_windows(count: int, seed: int = 0) -> WindowSet:

@@ -20,7 +20,7 @@ def inspect_root(
 ) -> int:
     from rovertrain.data.dataset import Unwatched, build_dataset
     from rovertrain.data.recording import list_sessions
-    from rovertrain.data.store import commit_store
+    from rovertrain.data.window_store.upkeep import commit_store
     from rovertrain.protocol.console import console_line
 
     root = Path(root_text).resolve()

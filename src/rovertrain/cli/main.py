@@ -27,7 +27,7 @@ before it existed (declared once)."""
 
 
 if TYPE_CHECKING:
-    from rovertrain.distributed.world import World
+    from rovertrain.distributed.rank_place import RankPlace
     from rovertrain.protocol.events import EventStream
 
 P = ParamSpec("P")
@@ -133,18 +133,18 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
     """Run one finite training job."""
     import os
 
-    from rovertrain.distributed.world import world_from_env
+    from rovertrain.distributed.rank_place import rank_place_from_env
 
-    world = world_from_env(os.environ)
+    place = rank_place_from_env(os.environ)
     # The one command whose stream depends on where it runs: a rank other than 0 writes none.
     body = functools.partial(
-        _run_job, world=world, job_path=job_path, progress=progress, nproc=nproc
+        _run_job, place=place, job_path=job_path, progress=progress, nproc=nproc
     )
-    _run_with_events(body, writes_events=world.leads)
+    _run_with_events(body, writes_events=place.leads)
 
 
 def _run_job(
-    stream: EventStream, world: World, job_path: str, progress: bool | None, nproc: int
+    stream: EventStream, place: RankPlace, job_path: str, progress: bool | None, nproc: int
 ) -> int:
     from rovertrain.job.config import load_job_file
     from rovertrain.job.run import run_job
@@ -152,7 +152,7 @@ def _run_job(
 
     job = load_job_file(job_path)
     if nproc > 1:
-        if world.distributed:
+        if place.distributed:
             raise RovertrainError(
                 ErrorCode.USAGE, "--nproc cannot be used by a rank of a launched job."
             )
@@ -160,7 +160,7 @@ def _run_job(
 
         return launch_local(job, nproc, stream, progress)
     watchers = []
-    if world.leads and (stderr_is_terminal() if progress is None else progress):
+    if place.leads and (stderr_is_terminal() if progress is None else progress):
         from rovertrain.cli.progressview import ProgressView
 
         watchers.append(ProgressView(len(job.sessions or ()), job.config.budget.maxJobSeconds))

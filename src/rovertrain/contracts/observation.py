@@ -1,7 +1,7 @@
 """What one 100 ms window shows the policy: frame size and the state-vector layout.
 
 Shared by the decoder (frame size), the labeller (state layout) and the policy (input shape),
-so they cannot disagree. Bump `INPUT_VERSION` when any of it changes: it keys the cache.
+so they cannot disagree. Bump `INPUT_VERSION` when any of it changes: it keys the window store's entries.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sessions in, sampled windows out: decode (cached, isolated), label, sample, gather.
+"""Sessions in, sampled windows out: decode (stored, isolated), label, sample, gather.
 
 Sessions are decoded in parallel but processed strictly in the given order, so the schema
 grows and samples are drawn exactly as in a sequential run: same job, data and seed give the
@@ -17,11 +17,7 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.data import cache
-from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
-from rovertrain.data.decoder_pool import DecoderPool
 from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
-from rovertrain.data.manifest import ManifestRow, extend_with
 from rovertrain.data.partition import Partition, is_held_out
 from rovertrain.data.reading import reading_shard
 from rovertrain.data.recording import CommandLog, Recording, load_recording, read_command_log
@@ -33,52 +29,28 @@ from rovertrain.data.session_read import (
     SessionOutcome,
     SessionResult,
     Skip,
-    WindowSet,
     command_source,
-    empty_windows,
     internal_skip,
     session_outcome,
 )
 from rovertrain.data.settings import Decoding, Sampling
-from rovertrain.data.store import StoreSurvey, StoreUpdate, survey_store
+from rovertrain.data.window_set import WindowSet, WindowSetBuilder
+from rovertrain.data.window_store import entries
+from rovertrain.data.window_store.entries import StoreEntry
+from rovertrain.data.window_store.manifest import ManifestRow, extend_with
+from rovertrain.data.window_store.upkeep import StoreSurvey, StoreUpdate, survey_store
 from rovertrain.protocol.events import EventStream
+from rovertrain.video.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest, Outcome
+from rovertrain.video.decoder_pool import DecoderPool
 
-__all__ = ["Dataset", "DatasetRequest", "SessionResult", "WindowSet", "build_dataset"]
-
-
-class WindowSetBuilder:
-    """Sessions' windows appended in the job's order into preallocated arrays."""
-
-    def __init__(self, capacity: int):
-        self.count = 0
-        self.sessions = 0
-        self.windows = empty_windows(capacity)
-
-    def add(self, chunk: WindowSet) -> None:
-        """One session's windows (each call is a new session)."""
-        end = self.count + len(chunk)
-        if end > len(self.windows):
-            raise ValueError("window set capacity exceeded")
-        window, target = slice(self.count, end), self.windows
-        target.frames[window] = chunk.frames
-        target.states[window] = chunk.states
-        target.fires[window] = chunk.fires
-        target.values[window] = chunk.values
-        target.available[window] = chunk.available
-        target.category[window] = chunk.category
-        target.session[window] = self.sessions
-        self.sessions += 1
-        self.count = end
-
-    def build(self) -> WindowSet:
-        return self.windows.subset(slice(0, self.count))
+__all__ = ["Dataset", "DatasetRequest", "SessionResult", "build_dataset"]
 
 
 @dataclass
 class Dataset:
     schema: Schema
-    pool: WindowSet  # training windows
-    validation: WindowSet  # held-out sessions: the gate's
+    training: WindowSet  # the training sessions' sampled windows
+    held_out: WindowSet  # the held-out sessions' windows: the gate's
     selection: WindowSet  # the tails of the training sessions: weight selection, patience
     accepted: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
@@ -123,8 +95,8 @@ class Dataset:
 
 @dataclass(frozen=True)
 class DecodedByRanks:
-    """Sessions the job's ranks decoded into the cache before the dataset is built (distributed
-    runs): which ones, and the (code, reason) of those that failed, which the cache lacks."""
+    """Sessions the job's ranks decoded into the window store before the dataset is built (distributed
+    runs): which ones, and the (code, reason) of those that failed, which the store lacks."""
 
     sessions: frozenset[str] = frozenset()
     failures: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -141,7 +113,7 @@ class DatasetRequest:
     sampling: Sampling
     keep_windows: bool = True
     decoded: DecodedByRanks = field(default_factory=DecodedByRanks)
-    maintains_cache: bool = True  # removes temporaries and evicts: one rank only
+    maintains_store: bool = True  # removes temporaries and evicts: one rank only
     exchange: Exchange | None = None  # the job's ranks, each reading a shard (job/ranks.py)
 
 
@@ -189,16 +161,16 @@ def _limits(decoding: Decoding) -> DecodeLimits:
 
 @dataclass
 class _Plan:
-    """Each session's recording and cache entry, what is ready, and what must be decoded."""
+    """Each session's recording and store entry, what is ready, and what must be decoded."""
 
     recordings: dict[str, Recording] = field(default_factory=dict)
-    entries: dict[str, cache.CacheEntry] = field(default_factory=dict)
+    entries: dict[str, StoreEntry] = field(default_factory=dict)
     ready: dict[str, Ready] = field(default_factory=dict)
     decode: list[DecodeRequest] = field(default_factory=list)
 
 
 def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
-    """The sessions to read, in the given order: their recordings, entries and cache hits."""
+    """The sessions to read, in the given order: their recordings, entries and the entries the store holds."""
     plan = _Plan()
     limits = _limits(request.decoding)
     for session_id in request.sessions:
@@ -210,7 +182,7 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
             continue
         try:
             recording = load_recording(request.root, session_id)
-            entry = cache.entry_for(request.root, recording)
+            entry = entries.entry_for(request.root, recording)
         except SkipSession as skip:
             plan.ready[session_id] = skip
             continue
@@ -223,7 +195,7 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
         plan.recordings[session_id] = recording
         plan.entries[session_id] = entry
         started = time.monotonic()
-        hit = cache.load(entry)
+        hit = entries.load(entry)
         if hit is not None:
             hit.stats["cached"] = session_id not in request.decoded.sessions
             hit.stats["cacheLoadSeconds"] = round(time.monotonic() - started, 4)
@@ -244,10 +216,10 @@ def _plan(request: DatasetRequest, read: frozenset[str]) -> _Plan:
     return plan
 
 
-def _read_back(entry: cache.CacheEntry, outcome: Outcome) -> Ready:
+def _read_back(entry: StoreEntry, outcome: Outcome) -> Ready:
     if not isinstance(outcome, DecodeDone):
         return SkipSession(outcome.code, outcome.reason)
-    loaded = cache.load(entry)
+    loaded = entries.load(entry)
     if loaded is None:
         return SkipSession("decode_error", "the decoder's output could not be read back")
     loaded.stats["cached"] = False
@@ -292,14 +264,14 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     )
     dataset = Dataset(
         schema=request.schema,
-        pool=builders.training.build(),
-        validation=builders.held_out.build(),
+        training=builders.training.build(),
+        held_out=builders.held_out.build(),
         selection=builders.selection.build(),
         store=StoreUpdate(found),
     )
-    cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
-    if request.maintains_cache:
-        cache.remove_temporaries(request.root)
+    entries.store_dir(request.root).mkdir(parents=True, exist_ok=True)
+    if request.maintains_store:
+        entries.remove_temporaries(request.root)
     job = _JobReading(
         request,
         found,
@@ -310,8 +282,8 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
         _read_shared(job, dataset, builders, stream, watcher, exchange)
     else:
         _read_in_order(job, dataset, builders, stream, watcher)
-    dataset.pool = builders.training.build()
-    dataset.validation = builders.held_out.build()
+    dataset.training = builders.training.build()
+    dataset.held_out = builders.held_out.build()
     dataset.selection = builders.selection.build()
     dataset.decode_seconds = round(time.monotonic() - started, 3)
     return dataset
@@ -471,8 +443,8 @@ def _count_unread(dataset: Dataset, row: ManifestRow) -> None:
         dataset.control_profiles.append(profile)
 
 
-def uncached_sessions(request: DatasetRequest) -> list[tuple[str, int]]:
-    """The sessions the cache lacks, with their video's size in bytes, in the given order."""
+def unstored_sessions(request: DatasetRequest) -> list[tuple[str, int]]:
+    """The sessions the window store lacks, with their video's size in bytes, in the given order."""
     return [
         (r.session_id, _size(r.video_path))
         for r in _plan(request, survey(request).reading.read).decode
@@ -486,14 +458,14 @@ def _size(path: Path) -> int:
         return 0
 
 
-def decode_into_cache(
+def decode_into_store(
     request: DatasetRequest, watcher: DecodeWatcher
 ) -> dict[str, tuple[str, str]]:
-    """Decode the request's sessions that the cache lacks (a rank's shard); nothing is labelled.
+    """Decode the request's sessions that the window store lacks (a rank's shard); nothing is labelled.
 
-    Returns the (code, reason) of each session whose decoder failed: those are not cached.
+    Returns the (code, reason) of each session whose decoder failed: the store holds none of those.
     """
-    cache.cache_dir(request.root).mkdir(parents=True, exist_ok=True)
+    entries.store_dir(request.root).mkdir(parents=True, exist_ok=True)
     plan = _plan(request, frozenset(request.sessions))
     pool = _decoder_pool(request, watcher)
     failures: dict[str, tuple[str, str]] = {}

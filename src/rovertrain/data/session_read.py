@@ -16,19 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema, extended
+from rovertrain.contracts.command_schema import Schema, extended
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.contracts.observation import (
-    MODEL_CHANNELS,
-    OBS_HEIGHT,
-    OBS_WIDTH,
-    STALE_FRAME_MS,
-    STATE_FEATURES_PER_SLOT,
-)
-from rovertrain.data import cache
-from rovertrain.data.cache import CachedFrames
+from rovertrain.contracts.observation import STALE_FRAME_MS
 from rovertrain.data.field import FieldFigures
-from rovertrain.data.manifest import ManifestRow, command_types_json, fingerprint
 from rovertrain.data.partition import Partition, partition_of
 from rovertrain.data.recording import CommandLog, Recording, read_command_log
 from rovertrain.data.sampling import (
@@ -40,6 +31,9 @@ from rovertrain.data.sampling import (
     with_corrections_repeated,
 )
 from rovertrain.data.settings import Sampling
+from rovertrain.data.window_set import WindowSet, window_chunk
+from rovertrain.data.window_store.entries import StoredFrames, StoreEntry
+from rovertrain.data.window_store.manifest import ManifestRow, command_types_json, fingerprint
 from rovertrain.data.windows import (
     Labels,
     LabelSummary,
@@ -49,89 +43,13 @@ from rovertrain.data.windows import (
 )
 
 
-@dataclass
-class WindowSet:
-    """Windows stored compactly: uint8 frames and contiguous label arrays.
-
-    `frames`: N×H×W×(3·k), each window's pictures as the model reads them along the channels,
-    this tick's first, then the previous tick's (k = `FRAME_HISTORY`). Stored so, a training
-    batch is one take; interleaving two arrays' pixels per batch cost more than the rest of
-    the data path. k = 1 (test fixtures, still scenes): the previous picture is this one."""
-
-    frames: np.ndarray
-    states: np.ndarray
-    fires: np.ndarray
-    values: np.ndarray
-    available: np.ndarray
-    category: np.ndarray
-    session: np.ndarray  # int32: which session each window came from (0, 1, ... as added)
-
-    def __len__(self) -> int:
-        return len(self.category)
-
-    def nbytes(self) -> int:
-        arrays = (self.frames, self.states, self.fires, self.values, self.available)
-        return sum(array.nbytes for array in arrays)
-
-    def pictures(self, indices: np.ndarray | slice) -> np.ndarray:
-        """The chosen windows' model pictures, n×H×W×`MODEL_CHANNELS` uint8."""
-        frames = self.frames[indices]
-        if frames.shape[3] == MODEL_CHANNELS:
-            return np.ascontiguousarray(frames)
-        return np.concatenate([frames] * (MODEL_CHANNELS // frames.shape[3]), axis=3)
-
-    def subset(self, indices: np.ndarray | slice) -> WindowSet:
-        return WindowSet(
-            frames=self.frames[indices],
-            states=self.states[indices],
-            fires=self.fires[indices],
-            values=self.values[indices],
-            available=self.available[indices],
-            category=self.category[indices],
-            session=self.session[indices],
-        )
-
-
-def empty_windows(capacity: int) -> WindowSet:
-    return WindowSet(
-        frames=np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
-        states=np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
-        fires=np.empty((capacity, SLOTS), dtype=np.uint8),
-        values=np.empty((capacity, SLOTS, VALUES), dtype=np.float32),
-        available=np.empty((capacity, SLOTS, VALUES), dtype=np.uint8),
-        category=np.empty(capacity, dtype=np.int8),
-        session=np.empty(capacity, dtype=np.int32),
-    )
-
-
-def model_pictures(frames: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """The model pictures of ticks `chosen` of a session's consecutive tick frames: each
-    tick's frame, then the row before (the first tick's is its own, as at the runtime's first
-    tick), along the channels."""
-    return np.concatenate([frames[chosen], frames[np.maximum(chosen - 1, 0)]], axis=3)
-
-
-def window_chunk(frames: np.ndarray, labels: Labels, indices: list[int]) -> WindowSet:
-    """One session's chosen windows, copied out of its memory map."""
-    chosen = np.asarray(indices, dtype=np.int64)
-    return WindowSet(
-        frames=model_pictures(frames, chosen),
-        states=labels.states[chosen],
-        fires=labels.fires[chosen],
-        values=labels.values[chosen],
-        available=labels.available[chosen],
-        category=labels.category[chosen],
-        session=np.zeros(len(chosen), dtype=np.int32),
-    )
-
-
 @dataclass(frozen=True)
 class SessionResult:
     """An accepted session's figures: the `dataset` event's diagnostics, typed."""
 
     session_id: str
     partition: Partition
-    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the cache (JSON)
+    decode: dict[str, Any]  # the decoder's diagnostics, as stored in the window store (JSON)
     labels: LabelSummary
     windows: int
     usable_windows: int
@@ -181,7 +99,7 @@ def field_figures_of(labels: LabelSummary) -> FieldFigures | None:
     )
 
 
-Ready = CachedFrames | SkipSession
+Ready = StoredFrames | SkipSession
 
 
 @dataclass(frozen=True)
@@ -191,7 +109,7 @@ class Session:
 
     session_id: str
     recording: Recording | None
-    entry: cache.CacheEntry | None
+    entry: StoreEntry | None
     ready: Ready
 
 
@@ -294,7 +212,7 @@ def session_outcome(
     except Exception as error:  # defence in depth: one session never ends the job
         return SessionOutcome(session_id, partition, None, skip=internal_skip(error))
     recording, frames, labels = session.recording, session.ready, labelled.labels
-    assert recording is not None and isinstance(frames, CachedFrames)
+    assert recording is not None and isinstance(frames, StoredFrames)
     grown = None if held_out else labelled.schema
     row = _manifest_row(session, labelled, reading.generation) if new else None
     entry = session.entry.name if session.entry is not None else None

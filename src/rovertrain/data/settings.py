@@ -9,7 +9,7 @@ from rovertrain.contracts.settings import MAX_SECONDS, knob
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding: the limits a recording's video must fit, and the window cache's size."""
+    """Decoding: the limits a recording's video must fit, and the window store's size."""
 
     decodeTimeoutSeconds: float = knob(
         300,

@@ -258,7 +258,7 @@ def export_checkpoint(
         raise RovertrainError("publish_conflict", f"{target} already exists; nothing replaced.")
     # 2. The checkpoint verifies and holds a policy this rovertrain exports.
     meta, weights = load_checkpoint(directory)
-    model = restore_policy(directory, meta, weights)
+    model = policy_from_checkpoint(directory, meta, weights)
     spec = runtime_specification(meta, decision_rules(meta, threshold, steering_deadband))
     # 3. The graph, and proof that it computes what torch computes.
     onnx_bytes = export_onnx(model)
@@ -290,7 +290,7 @@ def export_checkpoint(
     }
 
 
-def restore_policy(directory: Path, meta: ModelJson, weights: bytes) -> Policy:
+def policy_from_checkpoint(directory: Path, meta: ModelJson, weights: bytes) -> Policy:
     """The checkpoint's weights in a `Policy`, refusing another policy version."""
     from safetensors.torch import load as load_safetensors
 

@@ -1,5 +1,5 @@
 """The windows `export` checks torch against onnxruntime on (its parity check): the model's
-held-out sessions where their cached frames are still there, simulated drives otherwise, and
+held-out sessions whose frames the window store still holds, simulated drives otherwise, and
 random corners.
 
 Simulated frames come from the simulator's renderer through `prepare_frame`, their states from
@@ -24,7 +24,7 @@ from rovertrain.contracts.observation import (
     STATE_FEATURES_PER_SLOT,
     TICK_MS,
 )
-from rovertrain.data.session_read import model_pictures
+from rovertrain.data.window_set import model_pictures
 from rovertrain.runtime.frames import prepare_frame
 from rovertrain.runtime.state import StateTracker
 from rovertrain.sim.synth import simulate_session
@@ -85,16 +85,16 @@ def noise_windows(count: int, state_size: int, seed: int = 0) -> Windows:
 
 
 def held_out_windows(checkpoint: Path, meta: Mapping[str, JsonValue], limit: int) -> Windows:
-    """Windows of the model's held-out sessions, from the window cache of its data root.
+    """Windows of the model's held-out sessions, from the window store of its data root.
 
-    The checkpoint lives in `root/training/checkpoints/<id>`; only sessions whose cache entry
+    The checkpoint lives in `root/training/checkpoints/<id>`; only sessions whose store entry
     still matches their recording are used, and any session that cannot be read is passed
     over (the recordings may be gone): the caller fills up with synthetic windows.
     """
     from rovertrain.contracts.observation import STALE_FRAME_MS
-    from rovertrain.data import cache
     from rovertrain.data.partition import is_held_out
     from rovertrain.data.recording import load_recording, read_command_log
+    from rovertrain.data.window_store import entries
     from rovertrain.data.windows import label_windows
 
     root = checkpoint.parent.parent.parent
@@ -112,15 +112,15 @@ def held_out_windows(checkpoint: Path, meta: Mapping[str, JsonValue], limit: int
             break
         try:
             recording = load_recording(root, session_id)
-            cached = cache.load(cache.entry_for(root, recording))
-            if cached is None:
+            stored = entries.load(entries.entry_for(root, recording))
+            if stored is None:
                 continue
-            labels = label_windows(cached.ticks, read_command_log(recording).commands, schema)
+            labels = label_windows(stored.ticks, read_command_log(recording).commands, schema)
         except Exception:  # a recording that is gone or damaged: synthetic windows instead
             continue
-        usable = (cached.ticks - cached.frame_times <= STALE_FRAME_MS) & ~labels.unsupported
+        usable = (stored.ticks - stored.frame_times <= STALE_FRAME_MS) & ~labels.unsupported
         chosen = np.flatnonzero(usable)[: limit - sum(len(chunk) for chunk in frames)]
-        frames.append(model_pictures(np.asarray(cached.frames), chosen))
+        frames.append(model_pictures(np.asarray(stored.frames), chosen))
         states.append(labels.states[chosen])
     if not frames:
         return _no_windows()

@@ -26,13 +26,13 @@ from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
-from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.data.recording import Command, Recording, load_recording, read_command_log
 from rovertrain.deploy.replay_figures import replay_figures
 from rovertrain.deploy.replay_trace import HumanLabels, HumanWindows, ReplayTrace
 from rovertrain.protocol.events import EventStream
 from rovertrain.protocol.progress import ProgressLine
 from rovertrain.runtime.policy import MANIFEST_FILE, Decision, PolicyFileError, RoverPolicy
+from rovertrain.video.decode_protocol import DecodeLimits
 
 if TYPE_CHECKING:
     from rovertrain.deploy.overlay import OverlayWriter
@@ -92,12 +92,12 @@ def load_policy(path_text: str) -> LoadedPolicy:
     from rovertrain.deploy.export import (
         decision_rules,
         load_checkpoint,
-        restore_policy,
+        policy_from_checkpoint,
         runtime_specification,
     )
 
     meta, weights = load_checkpoint(path)
-    model = restore_policy(path, meta, weights)  # refuses another policy version
+    model = policy_from_checkpoint(path, meta, weights)  # refuses another policy version
     torch.set_num_threads(1)
     spec = runtime_specification(meta, decision_rules(meta))
     return LoadedPolicy(RoverPolicy(TorchSession(model), spec), "torch", spec.model.to_json())

@@ -1,6 +1,6 @@
 """A recording played back as the rover would see it: one full-size RGB frame per 100 ms tick.
 
-Same tick rule as the training decoder (`data.video.TickWriter`): ticks are the multiples of
+Same tick rule as the training decoder (`video.source.TickWriter`): ticks are the multiples of
 100 ms covered by the video, and each tick gets the newest frame at or before it (the later of
 two frames with the same time). Same decoder settings too, so the pictures are bit-identical
 for a video that decodes without errors (replay decodes every frame; training leaves out the
@@ -21,8 +21,8 @@ from av.video.frame import VideoFrame
 from av.video.reformatter import VideoReformatter
 
 from rovertrain.contracts.observation import TICK_MS
-from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.video import FrameClock, frame_rotation, open_checked, open_video
+from rovertrain.video.decode_protocol import DecodeLimits
+from rovertrain.video.source import FrameClock, frame_rotation, open_checked, open_video
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
-from rovertrain.distributed.world import World
+from rovertrain.distributed.rank_place import RankPlace
 
 T = TypeVar("T")
 
@@ -45,31 +45,31 @@ def is_rank_failure(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and any(word in text for word in RANK_FAILURE_MARKERS)
 
 
-def rank_failed(error: BaseException, world: World) -> RovertrainError:
+def rank_failed(error: BaseException, place: RankPlace) -> RovertrainError:
     """The error, its detail naming the rank that saw it (the other ranks say it on stderr)."""
-    seen = f"seen by rank {world.rank} of {world.size}: {type(error).__name__}: {error}"
+    seen = f"seen by rank {place.rank} of {place.size}: {type(error).__name__}: {error}"
     return RovertrainError(ErrorCode.RANK_FAILED, RANK_FAILED, seen[:4000])
 
 
 class RankGroup:
     """The ranks of one job; for one process there is no group and collectives are identities."""
 
-    def __init__(self, world: World, backend: str | None = None, timeout_seconds: float = 300):
-        self.world = world
+    def __init__(self, place: RankPlace, backend: str | None = None, timeout_seconds: float = 300):
+        self.place = place
         self.backend = backend
         self.timeout = datetime.timedelta(seconds=timeout_seconds)
         self._control: Any = None
 
     @classmethod
-    def join(cls, world: World, device: torch.device, timeout_seconds: float) -> RankGroup:
+    def join(cls, place: RankPlace, device: torch.device, timeout_seconds: float) -> RankGroup:
         """Join the ranks the launcher started (env:// rendezvous: MASTER_ADDR, MASTER_PORT)."""
-        if not world.distributed:
-            return cls(world)
+        if not place.distributed:
+            return cls(place)
         backend = "nccl" if device.type == "cuda" else "gloo"
-        group = cls(world, backend, timeout_seconds)
+        group = cls(place, backend, timeout_seconds)
         with group.guard():
             dist.init_process_group(
-                backend, rank=world.rank, world_size=world.size, timeout=group.timeout
+                backend, rank=place.rank, world_size=place.size, timeout=group.timeout
             )
             group._control = (
                 dist.new_group(backend="gloo", timeout=group.timeout)
@@ -87,13 +87,13 @@ class RankGroup:
         except RovertrainError:
             raise
         except RuntimeError as error:
-            if self.world.distributed and is_rank_failure(error):
-                raise rank_failed(error, self.world) from None
+            if self.place.distributed and is_rank_failure(error):
+                raise rank_failed(error, self.place) from None
             raise
 
     def all_max(self, values: list[float]) -> list[float]:
         """Element-wise maximum over the ranks (a flag set anywhere is set everywhere)."""
-        if not self.world.distributed:
+        if not self.place.distributed:
             return list(values)
         tensor = torch.tensor(values, dtype=torch.float64)
         with self.guard():
@@ -101,7 +101,7 @@ class RankGroup:
         return [float(value) for value in tensor.tolist()]
 
     def all_sum(self, values: list[float]) -> list[float]:
-        if not self.world.distributed:
+        if not self.place.distributed:
             return list(values)
         tensor = torch.tensor(values, dtype=torch.float64)
         with self.guard():
@@ -110,16 +110,16 @@ class RankGroup:
 
     def gather(self, value: T) -> list[T]:
         """Every rank's `value` (picklable), in rank order, on every rank."""
-        if not self.world.distributed:
+        if not self.place.distributed:
             return [value]
-        gathered: list[Any] = [None] * self.world.size
+        gathered: list[Any] = [None] * self.place.size
         with self.guard():
             dist.all_gather_object(gathered, value, group=self._control)
         return gathered
 
     def from_leader(self, value: T) -> T:
         """Rank 0's `value` on every rank."""
-        if not self.world.distributed:
+        if not self.place.distributed:
             return value
         box: list[Any] = [value]
         with self.guard():
@@ -128,6 +128,6 @@ class RankGroup:
         return result
 
     def close(self) -> None:
-        if self.world.distributed and dist.is_initialized():
+        if self.place.distributed and dist.is_initialized():
             with contextlib.suppress(Exception):
                 dist.destroy_process_group()

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.data.containers import describe_head, sniff_container
 from rovertrain.data.recording import MAX_OFFSET_MS, open_regular
+from rovertrain.video.containers import describe_head, sniff_container
 
 if TYPE_CHECKING:
     from av.packet import Packet

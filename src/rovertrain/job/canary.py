@@ -16,13 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from rovertrain.data.dataset import Dataset
-from rovertrain.gate import (
-    CanaryJudgement,
-    CanaryVerdict,
-    GateStatus,
-    PublicationDecision,
-    canary_verdict,
-)
+from rovertrain.gate.canary import CanaryJudgement, CanaryVerdict, canary_verdict
+from rovertrain.gate.imitation import GateStatus
+from rovertrain.gate.publication import PublicationDecision
 from rovertrain.store.catalogue import ModelRecord, catalogue
 from rovertrain.store.current import read_current, write_current
 

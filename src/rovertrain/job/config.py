@@ -24,7 +24,7 @@ from rovertrain.contracts.settings import (
 )
 from rovertrain.contracts.strict_json import BadJson, parse_json
 from rovertrain.data.settings import Decoding, Sampling
-from rovertrain.gate_settings import Gate, Publication
+from rovertrain.gate.settings import Gate, Publication
 from rovertrain.job.settings import Budget, Execution, Seeding
 from rovertrain.learn.settings import (
     Augmentation,

@@ -28,7 +28,7 @@ class JobDiagnostics:
         self.figures.update(
             dataset=list(dataset.rows()),
             decodeSeconds=dataset.decode_seconds,
-            poolBytes=dataset.pool.nbytes() + dataset.validation.nbytes(),
+            poolBytes=dataset.training.nbytes() + dataset.held_out.nbytes(),
         )
 
     def selection(self, summary: JsonObject) -> None:

@@ -10,9 +10,10 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import is_stop
 from rovertrain.contracts.json_types import JsonObject
-from rovertrain.data.dataset import Dataset, WindowSet
+from rovertrain.data.dataset import Dataset
 from rovertrain.data.partition import Partition
-from rovertrain.gate import (
+from rovertrain.data.window_set import WindowSet
+from rovertrain.gate.imitation import (
     CameraGain,
     GateStatus,
     HeldOutSupport,
@@ -121,27 +122,27 @@ class GateEvaluation:
 def gate_evaluation(
     model: Policy, dataset: Dataset, job: Job, scoring: Scoring, should_stop: Callable[[], bool]
 ) -> GateEvaluation:
-    validation = dataset.validation
+    held_out = dataset.held_out
     support = held_out_support(dataset)
     threshold = job.actionThreshold
-    if not len(validation) or should_stop():
-        status = unevaluated_status(support, len(validation))
-        return GateEvaluation(status, len(validation), support, threshold)
-    predictions = predict(model, validation, scoring.batch_size, should_stop)
-    measured = score(predictions, validation, scoring)
-    blind = blind_score(model, validation, scoring, measured, should_stop)
+    if not len(held_out) or should_stop():
+        status = unevaluated_status(support, len(held_out))
+        return GateEvaluation(status, len(held_out), support, threshold)
+    predictions = predict(model, held_out, scoring.batch_size, should_stop)
+    measured = score(predictions, held_out, scoring)
+    blind = blind_score(model, held_out, scoring, measured, should_stop)
     camera = CameraGain(blind.vision_gain, blind.change_gain, blind.value_gain)
-    reasons = gate_reasons(measured, job.gate, len(validation), support, camera)
+    reasons = gate_reasons(measured, job.gate, len(held_out), support, camera)
     done = predictions.done
     interval = session_f1_interval(
         predictions.probabilities[:done] >= threshold,
-        validation.fires[:done].astype(bool),
-        validation.session[:done],
+        held_out.fires[:done].astype(bool),
+        held_out.session[:done],
         scored_slots(scoring.schema),
     )
     return GateEvaluation(
         gate_status(reasons),
-        len(validation),
+        len(held_out),
         support,
         threshold,
         measured,
@@ -227,15 +228,15 @@ def periodic_evaluation(
     stream: EventStream,
     every_steps: int,
     model: Policy,
-    validation: WindowSet,
+    held_out: WindowSet,
     scoring: Scoring,
     setup: LossSetup,
 ) -> Callable[[int], None]:
     """Every `every_steps` training steps, an `evaluation` event on the held-out windows."""
 
     def on_step(step: int) -> None:
-        if every_steps and len(validation) and step % every_steps == 0:
-            curve = held_out_curve(model, validation, scoring, setup)
+        if every_steps and len(held_out) and step % every_steps == 0:
+            curve = held_out_curve(model, held_out, scoring, setup)
             stream.emit("evaluation", steps=step, metrics=curve.to_json())
 
     return on_step

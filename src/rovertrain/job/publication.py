@@ -11,7 +11,7 @@ import torch
 from rovertrain import __version__
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.dataset import Dataset
-from rovertrain.gate import PublicationDecision
+from rovertrain.gate.publication import PublicationDecision
 from rovertrain.job.config import Job
 from rovertrain.job.evaluation import GateEvaluation
 from rovertrain.job.resume import save_resume

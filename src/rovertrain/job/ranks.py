@@ -2,7 +2,7 @@
 
 run.py calls these at its steps. With one process every call is what the single-process job
 always did (no process group, the whole batch, the CPU). With several ranks:
-- every rank decodes a size-balanced shard of the uncached sessions into the shared cache,
+- every rank decodes a size-balanced shard of the sessions the shared window store lacks into it,
   then reads (labels, samples, gathers) a disjoint shard of the sessions the job reads; the
   outcomes are exchanged and every rank applies them all in the job's order, so every rank
   holds the dataset one process would build;
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, cast
 
 from rovertrain.contracts.errors import ErrorCode, InvalidJob, RovertrainError
 from rovertrain.contracts.json_types import JsonObject
+from rovertrain.distributed.rank_place import ONE_PROCESS, RankPlace, rank_place_from_env
 from rovertrain.distributed.shard import batch_share, shard_sessions
-from rovertrain.distributed.world import ONE_PROCESS, World, world_from_env
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl
 from rovertrain.job.settings import Execution
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from rovertrain.store.durable import JobLock
 
 
-def resolve_device(setting: str, world: World) -> torch.device:
+def resolve_device(setting: str, place: RankPlace) -> torch.device:
     """`config.device` to a torch device: one GPU per local rank on CUDA."""
     import torch
 
@@ -56,13 +56,13 @@ def resolve_device(setting: str, world: World) -> torch.device:
     if not available:
         raise InvalidJob("/config/device", "is cuda, but torch sees no CUDA device here")
     count = torch.cuda.device_count()
-    if world.local_rank >= count:
+    if place.local_rank >= count:
         # NCCL needs a GPU of its own for every rank.
         raise InvalidJob(
             "/config/device",
-            f"is cuda, but local rank {world.local_rank} has no GPU of its own ({count} here)",
+            f"is cuda, but local rank {place.local_rank} has no GPU of its own ({count} here)",
         )
-    return torch.device("cuda", world.local_rank)
+    return torch.device("cuda", place.local_rank)
 
 
 @dataclass
@@ -115,20 +115,20 @@ class NoLock:
 
 
 class Ranks:
-    def __init__(self, world: World, group: RankGroup | None, device: torch.device):
-        self.world = world
+    def __init__(self, place: RankPlace, group: RankGroup | None, device: torch.device):
+        self.rank_place = place
         self.group = group
         self.device = device
-        self.report = RankReport(world.rank, socket.gethostname(), os.getpid(), str(device))
+        self.report = RankReport(place.rank, socket.gethostname(), os.getpid(), str(device))
         self._share: RankShare | None = None
 
     @property
     def leads(self) -> bool:
-        return self.world.leads
+        return self.rank_place.leads
 
     @property
     def size(self) -> int:
-        return self.world.size
+        return self.rank_place.size
 
     # -- start ------------------------------------------------------------------------------
     def agree_job(self, job: Job, job_id: str) -> tuple[Job, str]:
@@ -160,19 +160,19 @@ class Ranks:
 
     # -- decode -----------------------------------------------------------------------------
     def decode_shard(self, request: DatasetRequest, control: JobControl) -> DatasetRequest:
-        """Every rank decodes its shard of the uncached sessions into the shared cache; then
-        the request every rank builds the same dataset from (the cache, and the failures)."""
+        """Every rank decodes its shard of the sessions the shared window store lacks; then
+        the request every rank builds the same dataset from (the store, and the failures)."""
         if self.group is None:
             return request
-        from rovertrain.data.dataset import DecodedByRanks, decode_into_cache, uncached_sessions
+        from rovertrain.data.dataset import DecodedByRanks, decode_into_store, unstored_sessions
         from rovertrain.job.agreement import DecodeAgreement
 
-        pending = uncached_sessions(request) if self.leads else []
+        pending = unstored_sessions(request) if self.leads else []
         shards = self.group.from_leader(shard_sessions(pending, self.size))
-        mine = shards[self.world.rank]
+        mine = shards[self.rank_place.rank]
         watcher = DecodeAgreement(control, self.group)
         started = time.monotonic()
-        failures = decode_into_cache(dataclasses.replace(request, sessions=mine), watcher)
+        failures = decode_into_store(dataclasses.replace(request, sessions=mine), watcher)
         self.report.decodedSessions = sorted(set(mine) - set(failures))
         self.report.decodeSeconds = round(time.monotonic() - started, 3)
         watcher.wait_for_all()
@@ -183,8 +183,8 @@ class Ranks:
         return dataclasses.replace(
             request,
             decoded=DecodedByRanks(decoded, every),
-            maintains_cache=self.leads,
-            exchange=RankExchange(self.world.rank, self.size, self.group),
+            maintains_store=self.leads,
+            exchange=RankExchange(self.rank_place.rank, self.size, self.group),
         )
 
     def agree_dataset(self, dataset: Dataset, control: JobControl) -> None:
@@ -192,7 +192,7 @@ class Ranks:
         rank must hold the same pool (they trained on different data otherwise)."""
         if self.group is None:
             return
-        shape = [float(len(dataset.pool)), float(len(dataset.validation))]
+        shape = [float(len(dataset.training)), float(len(dataset.held_out))]
         stop, *largest = self.group.all_max([float(control.should_stop()), *shape])
         if stop:
             if not control.stop_requested():
@@ -203,8 +203,8 @@ class Ranks:
         ]:
             raise RovertrainError(
                 ErrorCode.INTERNAL,
-                "The ranks built different datasets from the same cache; this is a bug.",
-                f"rank {self.world.rank}: pool {shape[0]:g}, held out {shape[1]:g}",
+                "The ranks built different datasets from the same window store; this is a bug.",
+                f"rank {self.rank_place.rank}: pool {shape[0]:g}, held out {shape[1]:g}",
             )
 
     # -- train ------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ class Ranks:
             from rovertrain.learn.train import WholeBatch
 
             return WholeBatch(self.device)
-        self._share = RankShare(self.world.rank, self.size, self.device)
+        self._share = RankShare(self.rank_place.rank, self.size, self.device)
         return self._share
 
     def place(self, model: Policy, optimizer: torch.optim.Optimizer, setup: LossSetup) -> LossSetup:
@@ -306,17 +306,17 @@ class RankExchange:
 
 def join_ranks(execution: Execution) -> Ranks:
     """This process's ranks, from the launcher's environment; one process without one."""
-    world = world_from_env(os.environ)
-    device = resolve_device(execution.device, world)
+    place = rank_place_from_env(os.environ)
+    device = resolve_device(execution.device, place)
     if device.type == "cuda":
         import torch
 
         torch.cuda.set_device(device)
-    if not world.distributed:
-        return Ranks(world, None, device)
+    if not place.distributed:
+        return Ranks(place, None, device)
     from rovertrain.distributed.group import RankGroup
 
-    return Ranks(world, RankGroup.join(world, device, execution.rankTimeoutSeconds), device)
+    return Ranks(place, RankGroup.join(place, device, execution.rankTimeoutSeconds), device)
 
 
 def one_process(execution: Execution) -> Ranks:

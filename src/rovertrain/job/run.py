@@ -1,7 +1,7 @@
 """`rovertrain run`: one finite training job, read top to bottom as its named steps.
 
 Every step's detail lives in its own module: data/ (decode, label, sample), learn/ (policy,
-loop, evaluation), gate.py (the rules), store/ (checkpoints, resume), job/ (lifecycle).
+loop, evaluation), gate/ (the rules), store/ (checkpoints, resume), job/ (lifecycle).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from rovertrain.job.steps import (
     finish_untrained,
     hyperparameters,
     optimizer_settings,
+    policy_to_train,
     progress_reporter,
-    restore_policy,
 )
 from rovertrain.protocol.events import EventStream
 from rovertrain.store.layout import Layout
@@ -40,8 +40,9 @@ from rovertrain.store.layout import Layout
 if TYPE_CHECKING:
     import torch
 
-    from rovertrain.data.dataset import Dataset, WindowSet
-    from rovertrain.gate import PublicationDecision
+    from rovertrain.data.dataset import Dataset
+    from rovertrain.data.window_set import WindowSet
+    from rovertrain.gate.publication import PublicationDecision
     from rovertrain.job.diagnostics import JobDiagnostics
     from rovertrain.job.evaluation import GateEvaluation, TrainingAudit
     from rovertrain.job.publication import Candidate, Published
@@ -149,7 +150,7 @@ def run_steps(
     # 4. Enough data?
     reason = too_little_data(run, dataset)
     if reason:
-        samples = len(dataset.pool)
+        samples = len(dataset.training)
         return finish_untrained(stream, control, dataset, diagnostics, reason, samples=samples)
 
     # 5. The policy (the resume state's on the same footage, else the initial weights), its
@@ -210,7 +211,7 @@ def commit_store(run: JobRun, dataset: Dataset) -> None:
     """The manifest gains the sessions this job ingested, the store is brought within its
     budget, and one `store` event sums up what was read and what was not (the sessions read
     each had a `dataset` event, the others are only counted here)."""
-    from rovertrain.data.store import commit_store as commit
+    from rovertrain.data.window_store.upkeep import commit_store as commit
 
     update = dataset.store
     if update is None:
@@ -229,13 +230,13 @@ def commit_store(run: JobRun, dataset: Dataset) -> None:
 
 
 def too_little_data(run: JobRun, dataset: Dataset) -> str | None:
-    """Why the job cannot train on this pool (a stop request counts too), or None."""
-    from rovertrain.gate import not_enough_data
+    """Why the job cannot train on these windows (a stop request counts too), or None."""
+    from rovertrain.job.budget import not_enough_data
 
-    pool = dataset.pool
-    any_command = bool(len(pool) and pool.fires.any())
+    training = dataset.training
+    any_command = bool(len(training) and training.fires.any())
     minimum = run.job.config.sampling.minimumSamples
-    return not_enough_data(len(pool), any_command, run.control.should_stop(), minimum)
+    return not_enough_data(len(training), any_command, run.control.should_stop(), minimum)
 
 
 def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
@@ -257,15 +258,15 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     resume = start is StartingWeights.RESUMED
     if not resume:
         run.state.learning_probe = None  # it described the weights left behind: due again
-    model, optimizer = restore_policy(run.state, hyper, run.job.seed, resume=resume)
+    model, optimizer = policy_to_train(run.state, hyper, run.job.seed, resume=resume)
     run.diagnostics.optimizer(optimizer_settings(optimizer))
     weights = config.loss
     setup = loss_setup(
-        dataset.pool, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
+        dataset.training, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
     )
     placed_setup = run.ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(run.job, dataset)
-    audit_windows = ev.audit_windows(dataset.pool)
+    audit_windows = ev.audit_windows(dataset.training)
     started = time.monotonic()
     audit = ev.TrainingAudit(before=evaluate(model, audit_windows, scoring))
     run.diagnostics.seconds("beforeAuditSeconds", time.monotonic() - started)
@@ -274,21 +275,21 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
 
 def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
     """Trains on every rank; afterwards the policy and its optimizer are on the CPU."""
-    from rovertrain.gate import training_deadline
     from rovertrain.job import evaluation as ev
+    from rovertrain.job.budget import training_deadline
     from rovertrain.learn.losses import selection_setup
     from rovertrain.learn.selection import BestWeights
     from rovertrain.learn.train import TrainingPlan, train
 
     config, ranks, state, model = run.job.config, run.ranks, run.state, trainee.model
     plan = TrainingPlan(
-        pool=dataset.pool,
+        pool=dataset.training,
         setup=trainee.placed_setup,
         hyper=trainee.hyper,
         seed=run.job.seed,
         start_steps=state.steps,
         start_examples=state.examples,
-        deadline_seconds=training_deadline(config.budget.maxJobSeconds, len(dataset.validation)),
+        deadline_seconds=training_deadline(config.budget.maxJobSeconds, len(dataset.held_out)),
         share=ranks.share(),
     )
     selection = config.selection
@@ -303,7 +304,7 @@ def train_policy(run: JobRun, dataset: Dataset, trainee: Trainee) -> Trained:
     )
     every = config.monitoring.evalEverySteps
     periodic = ev.periodic_evaluation(
-        run.stream, every, model, dataset.validation, trainee.scoring, trainee.setup
+        run.stream, every, model, dataset.held_out, trainee.scoring, trainee.setup
     )
     on_step = ranks.lead_only(ev.each_step(best.on_step, periodic))
     reporter = progress_reporter(run.stream, run.control)
@@ -345,7 +346,7 @@ def evaluate_trained(
         max_seconds=config.monitoring.probeMaxSeconds,
     )
     ev.probe_when_due(audit, run.state, probe, control, trained.steps)
-    audit.extra = ev.audit_inputs(trained.result, trainee.setup, trainee.scoring, dataset.pool)
+    audit.extra = ev.audit_inputs(trained.result, trainee.setup, trainee.scoring, dataset.training)
     run.diagnostics.evaluation(audit.to_json(), audit.probe_seconds, time.monotonic() - started)
     return evaluation
 
@@ -354,7 +355,7 @@ def publication_rules(
     run: JobRun, dataset: Dataset, trained: Trained, evaluation: GateEvaluation
 ) -> PublicationDecision:
     """Whether to promote; the resume state then takes in this job's schema and rovers."""
-    from rovertrain.gate import PublicationHistory, publication_decision
+    from rovertrain.gate.publication import PublicationHistory, publication_decision
 
     state = run.state
     stop_label = run.control.stop_label() or trained.result.stopped_by.publication_blocker()

@@ -16,7 +16,7 @@ from typing import Any
 from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.identifiers import IDENTIFIER
 from rovertrain.contracts.settings import groups, settings_json_schema, settings_table
-from rovertrain.gate_settings import Gate
+from rovertrain.gate.settings import Gate
 from rovertrain.job.config import Config
 from rovertrain.job.settings import Seeding
 

@@ -66,11 +66,11 @@ def hyperparameters(config: Config, device_type: str = "cpu") -> Hyperparameters
     return Hyperparameters(optimisation, config.augmentation, bf16)
 
 
-def restore_policy(
+def policy_to_train(
     state: TrainingState, hyper: Hyperparameters, seed: int, *, resume: bool
 ) -> tuple[Policy, torch.optim.Optimizer]:
-    """A fresh policy (initial weights drawn from the job's `seed`) and optimizer, or, with
-    `resume`, the resume state's. Saved weights that do not fit the policy are refused either
+    """The policy this job trains and its optimizer: fresh (initial weights drawn from the
+    job's `seed`) or, with `resume`, the resume state's. Saved weights that do not fit the policy are refused either
     way: a job never silently replaces a state it cannot read."""
     import torch
 

@@ -9,7 +9,7 @@ import torch
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES
 from rovertrain.contracts.observation import OBS_CHANNELS, STATE_FEATURES_PER_SLOT
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.metrics import command_changes, motion_type_changes
 from rovertrain.runtime.state import LONG_RAMP, NEVER_SENT, last_values_of, recency_of
 

@@ -10,7 +10,7 @@ import torch
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
 from rovertrain.contracts.observation import BLIND_GREY
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import batch_tensors
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.metrics import EventMetrics, event_metrics

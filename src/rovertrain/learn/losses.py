@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from rovertrain.contracts.command_schema import SLOTS, Schema
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import Batch
 from rovertrain.runtime.state import motion_slots
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import batch_tensors
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.policy import Policy

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.averaging import WeightAverage
 from rovertrain.learn.evaluate import predict
 from rovertrain.learn.losses import LossSetup

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
-from rovertrain.data.dataset import WindowSet
+from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import (
     Batch,
     augment,

@@ -6,10 +6,11 @@
         .lock                            the job lock, flock'd, never deleted (`lock`)
         current.json                     reserved for the current model (`current`)
         resume-v<N>.pt                   resume state of policy version N (`resume(N)`)
-        cache/                           the window store (`cache`)
-          <name>.frames                  decoded frames of one entry (`cache_frames(name)`)
-          <name>.json                    its metadata, written last (`cache_meta(name)`)
-          manifest.parquet               one row per ingested session (data/manifest.py)
+        cache/                           the window store (`window_store`; the folder's name
+                                         predates the store's, kept for existing roots)
+          <name>.frames                  decoded frames of one entry (`entry_frames(name)`)
+          <name>.json                    its metadata, written last (`entry_meta(name)`)
+          manifest.parquet               one row per ingested session (data/window_store/manifest.py)
         checkpoints/                     published models (`checkpoints`)
           <id>/                          one immutable checkpoint (`checkpoint(id)`)
             weights.safetensors          its weights (`WEIGHTS_FILE`)
@@ -96,14 +97,14 @@ class Layout:
         return self.training / f"resume-v{version}.pt"
 
     @property
-    def cache(self) -> Path:
+    def window_store(self) -> Path:
         return self.training / "cache"
 
-    def cache_frames(self, name: str) -> Path:
-        return self.cache / f"{name}.frames"
+    def entry_frames(self, name: str) -> Path:
+        return self.window_store / f"{name}.frames"
 
-    def cache_meta(self, name: str) -> Path:
-        return self.cache / f"{name}.json"
+    def entry_meta(self, name: str) -> Path:
+        return self.window_store / f"{name}.json"
 
     @property
     def checkpoints(self) -> Path:

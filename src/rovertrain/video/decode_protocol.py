@@ -16,7 +16,7 @@ class DecodeLimits:
 
 @dataclass(frozen=True)
 class DecodeRequest:
-    """Decode one session's video into a cache entry."""
+    """Decode one session's video into a window store entry."""
 
     session_id: str
     video_path: Path
@@ -38,7 +38,7 @@ class FramesDecoded:
 
 @dataclass(frozen=True)
 class DecodeDone:
-    """The cache entry is written."""
+    """The store entry is written."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The knobs of the rules in gate.py: the imitation gate's thresholds (the job file's `gate`)
+"""The knobs of the rules in gate/: the imitation gate's thresholds (the job file's `gate`)
 and when a candidate may be promoted (in the job file's `config`)."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from media import add_session, encode_audio_only, encode_video
-from rovertrain.data.containers import sniff_container
-from rovertrain.data.video import TickWriter
+from rovertrain.video.containers import sniff_container
+from rovertrain.video.source import TickWriter
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "media-corpus"
 
@@ -166,7 +166,7 @@ def test_real_media_corpus(cli, tmp_path: Path) -> None:
 
 
 def test_frame_clock_repairs_repeated_and_backwards_times() -> None:
-    from rovertrain.data.video import FrameClock
+    from rovertrain.video.source import FrameClock
 
     clock = FrameClock()
     placed = [clock.place(t) for t in (0.0, 33.0, 33.0, 33.0, 20.0, 66.0, 66.0)]
@@ -191,7 +191,7 @@ def test_display_rotation_is_applied_like_ffmpeg_autorotate(tmp_path: Path) -> N
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/media-corpus is not present")
 def test_rotation_metadata_of_a_real_file_is_read() -> None:
-    from rovertrain.data.video import frame_rotation
+    from rovertrain.video.source import frame_rotation
 
     with av.open(str(CORPUS / "h264_rotated_buck_bunny.mp4")) as container:
         frame = next(container.decode(video=0))
@@ -202,7 +202,7 @@ def test_repeated_timestamps_in_a_generated_file(tmp_path: Path) -> None:
     """Packets muxed with a repeated time (as browser recordings have) decode and are counted."""
     import io
 
-    from rovertrain.data.decode import DecodeLimits, decode_to_file
+    from rovertrain.video.decode import DecodeLimits, decode_to_file
 
     times = [0, 100, 100, 200, 300, 400, 500]
     path = tmp_path / "repeated.mkv"

@@ -21,12 +21,12 @@ from av.video.stream import VideoStream
 
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH, TICK_MS
-from rovertrain.data.containers import describe_head, sniff_container
-from rovertrain.data.decode_protocol import DecodeLimits
 from rovertrain.runtime.frames import prepare_frame
+from rovertrain.video.containers import describe_head, sniff_container
+from rovertrain.video.decode_protocol import DecodeLimits
 
 FRAME_BYTES = OBS_WIDTH * OBS_HEIGHT * OBS_CHANNELS
-"""One converted tick frame in the cache (uint8, H×W×C)."""
+"""One converted tick frame in the window store (uint8, H×W×C)."""
 
 
 def open_checked(path: Path, limits: DecodeLimits) -> tuple[str, int]:

@@ -2,8 +2,8 @@
 
 A crash, a hang or an exception in FFmpeg costs one session, never the job. The job's
 `threads` are shared out: one per child while sessions queue, all the free ones to a child
-that starts with no session behind it (the common scheduled job: one new drive, a cache for
-the rest), which the child hands to the codec's frame/slice threads.
+that starts with no session behind it (the common scheduled job: one new drive, the window
+store for the rest), which the child hands to the codec's frame/slice threads.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.context import SpawnContext
 from multiprocessing.process import BaseProcess
 
-from rovertrain.data.decode_protocol import (
+from rovertrain.video.decode_protocol import (
     DecodeFailure,
     DecodeRequest,
     FramesDecoded,
@@ -81,7 +81,7 @@ class DecoderPool:
         return sum(child.threads for child in self.active.values())
 
     def _start(self, context: SpawnContext, request: DecodeRequest) -> None:
-        from rovertrain.data import decoder_child
+        from rovertrain.video import decoder_child
 
         parent_conn, child_conn = context.Pipe(duplex=False)
         process = context.Process(

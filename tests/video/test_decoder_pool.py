@@ -6,8 +6,8 @@ import multiprocessing
 from pathlib import Path
 
 from media import encode_video
-from rovertrain.data.decode_protocol import DecodeDone, DecodeFailure, DecodeLimits, DecodeRequest
-from rovertrain.data.decoder_pool import DecoderPool
+from rovertrain.video.decode_protocol import DecodeDone, DecodeFailure, DecodeLimits, DecodeRequest
+from rovertrain.video.decoder_pool import DecoderPool
 
 LIMITS = DecodeLimits(max_bytes=1 << 30, max_pixels=1 << 24, max_seconds=3600, threads=1)
 

@@ -4,11 +4,11 @@ import os
 import time
 from pathlib import Path
 
-from rovertrain.data.cache import cache_dir, evict
+from rovertrain.data.window_store.entries import evict, store_dir
 
 
 def make_entry(root: Path, name: str, size: int, used: float) -> None:
-    directory = cache_dir(root)
+    directory = store_dir(root)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.frames").write_bytes(b"x" * size)
     meta = directory / f"{name}.json"
@@ -22,7 +22,7 @@ def test_eviction_removes_least_recently_used_first(tmp_path: Path) -> None:
     make_entry(tmp_path, "middle", 1000, now - 200)
     make_entry(tmp_path, "new", 1000, now - 100)
     removed, left = evict(tmp_path, 2100, keep={})
-    names = sorted(p.stem for p in cache_dir(tmp_path).glob("*.json"))
+    names = sorted(p.stem for p in store_dir(tmp_path).glob("*.json"))
     assert names == ["middle", "new"] and (removed, left) == (1002, 2004)
 
 
@@ -31,5 +31,5 @@ def test_entries_in_use_are_kept(tmp_path: Path) -> None:
     make_entry(tmp_path, "old", 1000, now - 300)
     make_entry(tmp_path, "new", 1000, now - 100)
     removed, left = evict(tmp_path, 0, keep={"old": 1002})
-    assert sorted(p.stem for p in cache_dir(tmp_path).glob("*.json")) == ["old"]
+    assert sorted(p.stem for p in store_dir(tmp_path).glob("*.json")) == ["old"]
     assert (removed, left) == (1002, 1002)  # what is kept is counted by its known size

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
-from rovertrain.data.decoder_pool import DecoderPool, codec_threads
-from rovertrain.data.video import open_checked, open_video
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
+from rovertrain.video.decoder_pool import DecoderPool, codec_threads
+from rovertrain.video.source import open_checked, open_video
 
 
 def limits(threads: int) -> DecodeLimits:
@@ -80,8 +80,8 @@ def test_threaded_decoding_writes_the_same_frames_as_one_thread(
     tmp_path: Path, codec: str, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Codec threads without segments (a video with one keyframe, or another codec);
-    segments are tests/data/test_segment_decode.py."""
-    from rovertrain.data import segment_decode
+    segments are tests/video/test_segment_decode.py."""
+    from rovertrain.video import segment_decode
 
     monkeypatch.setattr(segment_decode, "plan_for", lambda scan, codec, threads: None)
     video = textured_video(tmp_path / name, codec, seconds=2.0)

@@ -36,10 +36,10 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.packet_scan import PacketScan, SkipPlan
-from rovertrain.data.segments import Segment, plan_segments
-from rovertrain.data.video import (
+from rovertrain.video.decode_protocol import DecodeLimits
+from rovertrain.video.packet_scan import PacketScan, SkipPlan
+from rovertrain.video.segments import Segment, plan_segments
+from rovertrain.video.source import (
     DecodedTicks,
     FrameClock,
     FrameCounts,
@@ -50,7 +50,7 @@ from rovertrain.data.video import (
 )
 
 # Codecs whose keyframes are tested to restart decoding exactly
-# (tests/data/test_segment_decode.py).
+# (tests/video/test_segment_decode.py).
 SEGMENTED_CODECS = frozenset({"h264", "vp8"})
 
 

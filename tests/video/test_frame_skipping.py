@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_segment_decode import VIDEOS, camera_video, decode, limits
 
-from rovertrain.data import decode as decode_module
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.h264_nal import avcc_length_size, is_disposable
-from rovertrain.data.packet_scan import SkipPlan, scan_packets, skippable_packets
-from rovertrain.data.tick_visibility import MARGIN_MS, invisible_frames
-from rovertrain.data.video import FrameClock, TickWriter
+from rovertrain.video import decode as decode_module
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.h264_nal import avcc_length_size, is_disposable
+from rovertrain.video.packet_scan import SkipPlan, scan_packets, skippable_packets
+from rovertrain.video.source import FrameClock, TickWriter
+from rovertrain.video.tick_visibility import MARGIN_MS, invisible_frames
 
 TICK = 100
 

@@ -4,7 +4,7 @@ where segments may be cut, and which H.264 pictures need no decoding.
 Skipping is part of what a decode is (since `decode.DECODER_VERSION` 2): the sequential
 decode and the segmented one leave out the same packets, so they keep writing the same result; a
 video that decodes without errors, its frames in time order, writes the same tick frames as a
-decode of every frame (tests/data/test_frame_skipping.py; docs/recording-format.md says what
+decode of every frame (tests/video/test_frame_skipping.py; docs/recording-format.md says what
 differs otherwise).
 """
 
@@ -18,8 +18,8 @@ import av
 from av.container import InputContainer
 from av.video.stream import VideoStream
 
-from rovertrain.data.h264_nal import avcc_length_size, is_disposable
-from rovertrain.data.tick_visibility import invisible_frames
+from rovertrain.video.h264_nal import avcc_length_size, is_disposable
+from rovertrain.video.tick_visibility import invisible_frames
 
 
 class ScanFailed(Exception):

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rovertrain.data.segments import MAX_LEADING_PACKETS, Segment, plan_segments, usable_cuts
+from rovertrain.video.segments import MAX_LEADING_PACKETS, Segment, plan_segments, usable_cuts
 
 
 def ordered(count: int) -> list[int]:

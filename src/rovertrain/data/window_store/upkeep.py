@@ -16,16 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rovertrain.data import cache
-from rovertrain.data.manifest import (
+from rovertrain.data.partition import is_held_out
+from rovertrain.data.reading import Older, ReadingPlan, plan_reading
+from rovertrain.data.window_store import entries
+from rovertrain.data.window_store.manifest import (
     Manifest,
     ManifestRow,
     fingerprint,
     read_manifest,
     write_manifest,
 )
-from rovertrain.data.partition import is_held_out
-from rovertrain.data.reading import Older, ReadingPlan, plan_reading
 from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
 
@@ -118,7 +118,7 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     for row in update.ingested:
         rows[row.session_id] = row
     referenced = {row.entry: row.entry_bytes for row in rows.values() if not row.dropped}
-    orphan_bytes, total = cache.evict(root, budget_bytes, keep=referenced)
+    orphan_bytes, total = entries.evict(root, budget_bytes, keep=referenced)
     to_drop = frames_to_drop(list(rows.values()), total, budget_bytes, update.read_entries)
     for session_id in to_drop:
         rows[session_id] = replace(rows[session_id], dropped=True)
@@ -128,7 +128,7 @@ def commit_store(root: Path, update: StoreUpdate, budget_bytes: int) -> StoreFig
     except OSError as error:
         raise disk_error(error, "window store's manifest") from error
     for session_id in to_drop:  # after the manifest says so: a crash leaves rows, not holes
-        cache.remove_entry(root, rows[session_id].entry)
+        entries.remove_entry(root, rows[session_id].entry)
     migrated = not survey.had_manifest and update.adopted > 0
     left = total - sum(rows[session_id].entry_bytes for session_id in to_drop)
     return StoreFigures(len(rows), len(to_drop), orphan_bytes, left, migrated)

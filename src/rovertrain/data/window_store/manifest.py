@@ -87,7 +87,7 @@ EMPTY = Manifest(0, {})
 
 
 def manifest_path(root: Path) -> Path:
-    return Layout(root).cache / "manifest.parquet"
+    return Layout(root).window_store / "manifest.parquet"
 
 
 def fingerprint(directory: Path, names: Iterable[str]) -> str | None:

@@ -1,7 +1,7 @@
 """Decode one session's video into the frames of its 100 ms ticks (runs in a child process).
 
 Only the newest frame at or before each tick is converted (one reused reformatter), and the
-converted frames stream straight into a cache file, so memory stays flat however long the
+converted frames stream straight into a store entry's file, so memory stays flat however long the
 recording is.
 """
 
@@ -22,10 +22,10 @@ from av.video.stream import VideoStream
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STALE_FRAME_MS
-from rovertrain.data import segment_decode
-from rovertrain.data.decode_protocol import DecodeLimits
-from rovertrain.data.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
-from rovertrain.data.video import (
+from rovertrain.video import segment_decode
+from rovertrain.video.decode_protocol import DecodeLimits
+from rovertrain.video.packet_scan import ScanFailed, SkipPlan, scan_packets, skippable_packets
+from rovertrain.video.source import (
     DecodedTicks,
     FrameClock,
     FrameCounts,
@@ -58,7 +58,7 @@ class VideoInfo:
 
 @dataclass(frozen=True)
 class DecodeStats:
-    """A decode's diagnostics: `stats` in the cache entry's JSON and in the `dataset` event."""
+    """A decode's diagnostics: `stats` in the store entry's JSON and in the `dataset` event."""
 
     video: VideoInfo
     counts: FrameCounts
@@ -105,7 +105,7 @@ class DecodeResult:
     stats: DecodeStats
 
     def to_json(self) -> JsonObject:
-        """The cache entry's JSON (`cache.write_meta` adds the key)."""
+        """The store entry's JSON (the decoder child adds the key)."""
         return {
             "ticks": list(self.ticks),
             "frameTimes": list(self.frame_times),

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from rovertrain.contracts.errors import SkipSession
-from rovertrain.data import segment_decode
-from rovertrain.data.decode import decode_to_file
-from rovertrain.data.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
-from rovertrain.data.decoder_pool import DecoderPool
-from rovertrain.data.packet_scan import scan_packets
-from rovertrain.data.video import TickWriter
+from rovertrain.video import segment_decode
+from rovertrain.video.decode import decode_to_file
+from rovertrain.video.decode_protocol import DecodeDone, DecodeLimits, DecodeRequest
+from rovertrain.video.decoder_pool import DecoderPool
+from rovertrain.video.packet_scan import scan_packets
+from rovertrain.video.source import TickWriter
 
 FPS = 30
 

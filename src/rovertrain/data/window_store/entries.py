@@ -1,10 +1,10 @@
-"""The window cache: converted tick frames per session under `root/training/cache/`.
+"""The window store's entries: converted tick frames per session under `root/training/cache/`.
 
 An entry is `<name>.frames` (raw uint8 frames, N×H×W×C) plus `<name>.json` (ticks, frame
 times, decode diagnostics and the key), written by the decoder child through temp files and
 renames, json last. An entry is used only if its key matches the recording's identity and the
 decoder/input versions, and its frames file has exactly the expected size; anything else is
-ignored and rebuilt. The cache is bounded by `cacheMaxMegabytes`, least recently used first.
+ignored and rebuilt. The store is bounded by `cacheMaxMegabytes`, least recently used first.
 """
 
 from __future__ import annotations
@@ -21,26 +21,25 @@ import numpy as np
 
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import INPUT_VERSION, OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.data.decode import DECODER_VERSION, DecodeResult
 from rovertrain.data.recording import Recording
-from rovertrain.data.video import FRAME_BYTES
-from rovertrain.store.durable import replacing
 from rovertrain.store.layout import Layout
+from rovertrain.video.decode import DECODER_VERSION
+from rovertrain.video.source import FRAME_BYTES
 
 
 @dataclass(frozen=True)
-class CacheEntry:
+class StoreEntry:
     name: str
     key: str
     frames_path: Path
     meta_path: Path
 
 
-def cache_dir(root: Path) -> Path:
-    return Layout(root).cache
+def store_dir(root: Path) -> Path:
+    return Layout(root).window_store
 
 
-def entry_for(root: Path, recording: Recording) -> CacheEntry:
+def entry_for(root: Path, recording: Recording) -> StoreEntry:
     info = os.stat(recording.video_path, follow_symlinks=False)
     identity = {
         "video": recording.video_path.name,
@@ -54,11 +53,11 @@ def entry_for(root: Path, recording: Recording) -> CacheEntry:
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     name = f"{recording.session_id}-{key[:20]}"
     layout = Layout(root)
-    return CacheEntry(name, key, layout.cache_frames(name), layout.cache_meta(name))
+    return StoreEntry(name, key, layout.entry_frames(name), layout.entry_meta(name))
 
 
 @dataclass
-class CachedFrames:
+class StoredFrames:
     frames_path: Path
     ticks: np.ndarray  # int64 [N]
     frame_times: np.ndarray  # float64 [N]
@@ -74,8 +73,8 @@ class CachedFrames:
         return np.memmap(self.frames_path, dtype=np.uint8, mode="r", shape=shape)
 
 
-def load(entry: CacheEntry) -> CachedFrames | None:
-    """The cached frames, or None when absent, corrupt or foreign."""
+def load(entry: StoreEntry) -> StoredFrames | None:
+    """The stored frames, or None when absent, corrupt or foreign."""
     try:
         meta: object = json.loads(entry.meta_path.read_text())
         if not isinstance(meta, dict) or meta.get("key") != entry.key:
@@ -92,24 +91,19 @@ def load(entry: CacheEntry) -> CachedFrames | None:
             return None
         with contextlib.suppress(OSError):
             os.utime(entry.meta_path)
-        return CachedFrames(entry.frames_path, ticks, frame_times, dict(stats))
+        return StoredFrames(entry.frames_path, ticks, frame_times, dict(stats))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write_meta(entry: CacheEntry, result: DecodeResult) -> None:
-    with replacing(entry.meta_path) as temporary:
-        temporary.write_text(json.dumps({"key": entry.key, **result.to_json()}))
-
-
 def evict(root: Path, max_bytes: int, keep: Mapping[str, int]) -> tuple[int, int]:
-    """Remove least recently used entries outside `keep` until the cache fits.
+    """Remove least recently used entries outside `keep` until the store fits.
 
     `keep` maps the entries to keep to their sizes in bytes, known from the store's manifest,
     so only the other entries are stat'ed: the cost grows with the leftovers, not with the
     sessions stored. Returns (bytes removed, bytes left).
     """
-    directory = cache_dir(root)
+    directory = store_dir(root)
     try:
         with os.scandir(directory) as found:
             names = {
@@ -144,14 +138,14 @@ def evict(root: Path, max_bytes: int, keep: Mapping[str, int]) -> tuple[int, int
 def remove_entry(root: Path, name: str) -> None:
     """Remove an entry, metadata first: a half-removed entry is never loaded."""
     layout = Layout(root)
-    for path in (layout.cache_meta(name), layout.cache_frames(name)):
+    for path in (layout.entry_meta(name), layout.entry_frames(name)):
         with contextlib.suppress(OSError):
             path.unlink()
 
 
 def remove_temporaries(root: Path) -> None:
     """Leftovers of decoder children that died mid-write."""
-    directory = cache_dir(root)
+    directory = store_dir(root)
     with contextlib.suppress(OSError):
         for path in directory.iterdir():
             if path.name.startswith(".") and path.name.endswith(".tmp"):

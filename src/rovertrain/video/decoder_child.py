@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 from multiprocessing.connection import Connection
 
-from rovertrain.data.decode_protocol import DecodeDone, DecodeFailure, DecodeRequest, FramesDecoded
+from rovertrain.video.decode_protocol import DecodeDone, DecodeFailure, DecodeRequest, FramesDecoded
 
 PR_SET_PDEATHSIG = 1
 
@@ -27,8 +28,8 @@ def main(request: DecodeRequest, conn: Connection) -> None:
     with contextlib.suppress(OSError):
         os.nice(request.nice)
     from rovertrain.contracts.errors import SkipSession
-    from rovertrain.data.decode import decode_to_file
     from rovertrain.store.durable import replacing
+    from rovertrain.video.decode import decode_to_file
 
     frames_path = request.frames_path
     try:
@@ -39,12 +40,11 @@ def main(request: DecodeRequest, conn: Connection) -> None:
                 request.limits,
                 sink,
                 lambda frames: conn.send(FramesDecoded(frames)),
-                scratch_dir=frames_path.parent,  # segment scratch files: the cache's disk
+                scratch_dir=frames_path.parent,  # segment scratch files: the store's disk
             )
-        from rovertrain.data.cache import CacheEntry, write_meta
-
-        entry = CacheEntry(request.name, request.key, frames_path, request.meta_path)
-        write_meta(entry, result)
+        # The entry's metadata last: an entry counts only once its JSON names its key.
+        with replacing(request.meta_path) as temporary:
+            temporary.write_text(json.dumps({"key": request.key, **result.to_json()}))
         conn.send(DecodeDone())
     except SkipSession as skip:
         conn.send(DecodeFailure(skip.code, skip.reason))

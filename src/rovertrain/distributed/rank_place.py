@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class World:
+class RankPlace:
     """This process's place among the job's ranks (torchrun's RANK, WORLD_SIZE, LOCAL_RANK)."""
 
     rank: int = 0
@@ -24,11 +24,12 @@ class World:
         return self.size > 1
 
 
-ONE_PROCESS = World()
+ONE_PROCESS = RankPlace()
 
 
-def world_from_env(env: Mapping[str, str]) -> World:
-    """The world torchrun (or `rovertrain run --nproc`) described; one process without it.
+def rank_place_from_env(env: Mapping[str, str]) -> RankPlace:
+    """This process's place as torchrun (or `rovertrain run --nproc`) described it; one
+    process without it.
 
     A launcher of one process (WORLD_SIZE=1) is the plain single-process job.
     """
@@ -40,4 +41,4 @@ def world_from_env(env: Mapping[str, str]) -> World:
         return ONE_PROCESS
     if size <= 1 or not 0 <= rank < size:
         return ONE_PROCESS
-    return World(rank=rank, size=size, local_rank=local_rank)
+    return RankPlace(rank=rank, size=size, local_rank=local_rank)
