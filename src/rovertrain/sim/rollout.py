@@ -21,7 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
+from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
+from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import human_opening, rollout_scenario
 
@@ -394,21 +395,22 @@ DrivingReport = ClosedLoopReport[NoOwnFigures, NoOwnFigures, NoOwnFigures]
 
 
 def make_controller(
-    name: str,
-    world_name: str,
-    policy_factory: Callable[[], TickPolicy] | None,
-    hand_over: bool = True,
-    seed: int = 0,
-) -> Controller[object]:
-    """`seed`: the rollout seed, whose human's first command is the operator's opening."""
+    name: str, policy_factory: Callable[[], TickPolicy] | None, start: Start[World]
+) -> Controller[World]:
+    """The copycat or a policy driver, taking the rover at `start`."""
     if name in ("policy", "blind"):
         if policy_factory is None:
             raise ValueError(f"controller {name!r} needs a policy")
-        opening = human_opening(world_name, seed) if hand_over else None
-        return PolicyDriver(policy_factory(), blind=name == "blind", opening=opening)
+        return PolicyDriver(policy_factory(), start, blind=name == "blind")
     if name == "copycat":
-        return Copycat(human_opening(world_name, seed))
+        return Copycat(start)
     raise ValueError(f"unknown controller {name!r}")
+
+
+def rover_start(world_name: str, seed: int, hand_over: bool) -> Start[World]:
+    """A rover world's start: the operator's opening command (the seed's human's first
+    drive), or from rest."""
+    return Start(opening=human_opening(world_name, seed)) if hand_over else AT_REST
 
 
 def rollout(
@@ -426,7 +428,9 @@ def rollout(
     controller: Controller[World] = (
         scenario.human
         if controller_name == "human"
-        else make_controller(controller_name, world_name, policy_factory, hand_over, seed)
+        else make_controller(
+            controller_name, policy_factory, rover_start(world_name, seed, hand_over)
+        )
     )
     trace = run_controller(scenario.world, controller, seconds, on_frame=on_frame)
     return rollout_metrics(trace, seed), trace
