@@ -30,6 +30,7 @@ from rovertrain.sim.recorder import (
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import run_controller
 from rovertrain.sim.world import World
+from rovertrain.sim.world_protocol import SynthRequest
 from rovertrain.sim.worlds import WORLDS, Scenario, build
 
 ROVERS = ("rover-ash", "rover-birch", "rover-cedar")
@@ -130,20 +131,14 @@ def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
 
 
 def write_dataset(
-    out: str,
-    sessions: int,
-    minutes: float,
-    seed: int,
-    *,
-    shuffle_commands: bool = False,
-    workers: int = 2,
-    world: str = DEFAULT_WORLD,
+    request: SynthRequest, world: str = DEFAULT_WORLD, workers: int = 2
 ) -> WrittenDataset:
+    """The request's recordings of `world` under OUT/recordings and a ready OUT/job.json."""
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
-    ids = session_ids(sessions, seed, world)
-    write = functools.partial(write_session, shuffle=shuffle_commands, world=world)
-    recorded = record_dataset(out, ids, seed, minutes, write, workers)
+    ids = session_ids(request.sessions, request.seed, world)
+    write = functools.partial(write_session, shuffle=request.shuffle_commands, world=world)
+    recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
     result: WrittenDataset = {
         "root": str(recorded.root),
         "job": str(recorded.job),
