@@ -18,9 +18,6 @@ import numpy as np
 
 from rovertrain.data.recording import CommandLine
 from rovertrain.sim.recorder import (
-    H264,
-    VP8,
-    VP9,
     SessionFiles,
     SessionTask,
     VideoRecorder,
@@ -94,14 +91,8 @@ def write_session(task: SessionTask, shuffle: bool, world: str = DEFAULT_WORLD) 
     """Session `task` of `world`: the human driver model's drive, recorded."""
     session_id, index, minutes = task.session_id, task.index, task.minutes
     rng = random.Random(f"{task.seed}:{session_id}")
-    if world == DEFAULT_WORLD:  # the original draws, in their order: same seed, same data
-        fps = rng.choice((15, 20, 24))
-        offset_ms = round(rng.uniform(40, 160), 1)
-        video = VP8
-    else:
-        fps = rng.choice((15, 20, 25, 30))
-        offset_ms = round(rng.uniform(20, 200), 1)
-        video = rng.choice((H264, VP9))
+    recording = WORLDS[world].recording(rng)  # first, in the original order: same seed, same data
+    fps, offset_ms, video = recording.fps, recording.offset_ms, recording.video
     profile = PROFILES[index % len(PROFILES)]
     rover = ROVERS[index % len(ROVERS)]
     directory = task.directory

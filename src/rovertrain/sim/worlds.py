@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
+from rovertrain.sim.recorder import H264, VP8, VP9, VideoFormat
 from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
 from rovertrain.sim.world import (
     AisleTrack,
@@ -130,19 +131,48 @@ def draw_corridor(rng: random.Random, texture: np.random.Generator) -> SessionDr
 
 
 @dataclass(frozen=True)
+class RecordingDraws:
+    """How a session of a world is recorded: the camera's frame rate, its capture offset, the
+    recorder's video format."""
+
+    fps: int
+    offset_ms: float
+    video: VideoFormat
+
+
+def browser_recording(rng: random.Random) -> RecordingDraws:
+    """The road's: a browser's MediaRecorder (VP8 WebM), in the original synth's draws."""
+    return RecordingDraws(rng.choice((15, 20, 24)), round(rng.uniform(40, 160), 1), VP8)
+
+
+def rover_recording(rng: random.Random) -> RecordingDraws:
+    """The indoor worlds': H.264 MP4 or VP9 WebM, chosen per session."""
+    fps = rng.choice((15, 20, 25, 30))
+    return RecordingDraws(fps, round(rng.uniform(20, 200), 1), rng.choice((H264, VP9)))
+
+
+@dataclass(frozen=True)
 class WorldKind:
     name: str
     roles: Mapping[str, str]
     style: DriverStyle
     session_prefix: str
     draw: SessionDraw  # a session's parameters
+    recording: Callable[[random.Random], RecordingDraws]  # drawn before `draw` by synth
 
     def opening(self) -> SentCommand:
         """A first command that ignores the scene: cruise straight ahead."""
         return SentCommand(0.0, "drive", {"speed": self.style.keyboard_speed, "turn": 0.0})
 
 
-ROAD = WorldKind("road", {"stop": "stop", "drive": "movement"}, DriverStyle(), "drive", draw_road)
+ROAD = WorldKind(
+    "road",
+    {"stop": "stop", "drive": "movement"},
+    DriverStyle(),
+    "drive",
+    draw_road,
+    browser_recording,
+)
 WAREHOUSE = WorldKind(
     "warehouse",
     {"stop": "stop", "drive": "movement", "horn": "other"},
@@ -157,6 +187,7 @@ WAREHOUSE = WorldKind(
     ),
     "aisle",
     draw_warehouse,
+    rover_recording,
 )
 CORRIDOR = WorldKind(
     "corridor",
@@ -173,6 +204,7 @@ CORRIDOR = WorldKind(
     ),
     "corridor",
     draw_corridor,
+    rover_recording,
 )
 WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE, CORRIDOR)}
 
