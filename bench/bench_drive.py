@@ -29,7 +29,7 @@ from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.deploy.replay import load_policy
 from rovertrain.learn.policy import Policy, specification
 from rovertrain.runtime import RoverPolicy
-from rovertrain.sim.rollout import rollout
+from rovertrain.sim.rollout import RolloutRequest, rollout
 from rovertrain.sim.worlds import rollout_scenario
 from rovertrain.store.publish import publish_checkpoint
 
@@ -76,7 +76,7 @@ def main() -> None:
             factors = []
             for _ in range(ROUNDS):
                 started = time.perf_counter()
-                metrics, _ = rollout(world, 0, "policy", SECONDS, lambda: policy)
+                metrics, _ = rollout(RolloutRequest(world, 0, SECONDS, "policy", lambda: policy))
                 factors.append(SECONDS / (time.perf_counter() - started))
                 render, tick = parts_ms(world, policy)
             best = max(factors)

@@ -16,6 +16,7 @@ from rovertrain.sim.registry import (
     supervised_names,
     world_help,
 )
+from rovertrain.sim.world_protocol import SynthRequest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rovertrain"
 
@@ -40,7 +41,7 @@ def test_carracing_refuses_what_it_does_not_offer_before_any_work() -> None:
     carracing = lookup("carracing")
     assert carracing.supervision is None
     with pytest.raises(RovertrainError, match="--shuffle-commands"):
-        carracing.synthesize("/nonexistent/out", 1, 0.1, 0, shuffle_commands=True)
+        carracing.synthesize(SynthRequest("/nonexistent/out", 1, 0.1, 0, shuffle_commands=True))
     with pytest.raises(RovertrainError, match="drive \\{turn, throttle\\}"):
         slot = {"type": "drive", "role": "movement", "values": ["speed", "turn"]}
         carracing.check_policy([slot], 30.0)  # type: ignore[list-item]

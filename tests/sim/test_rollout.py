@@ -3,14 +3,20 @@ policy is driven exactly as on a rover (its own commands fed back)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rovertrain.sim.drivers import PolicyDriver
-from rovertrain.sim.rollout import closed_loop_report, rollout, run_controller
+from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
+from rovertrain.sim.rollout import (
+    RolloutRequest,
+    Rollouts,
+    closed_loop_report,
+    rollout,
+    run_controller,
+)
 from rovertrain.sim.world import World
 from rovertrain.sim.worlds import WORLDS, human_opening, rollout_scenario
 
@@ -19,7 +25,7 @@ SEEDS = (0, 1, 2)
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
 def test_the_human_model_stays_in_lane_and_stops_for_every_obstacle(world: str) -> None:
-    report = closed_loop_report(None, world, SEEDS, 90.0, controllers=("human",))
+    report = closed_loop_report(Rollouts(world, SEEDS, 90.0, controllers=("human",)))
     for row in report.rollouts:
         assert row.in_lane_fraction >= 0.95, row
         assert row.collided == 0 and row.passed == 0, row
@@ -30,15 +36,15 @@ def test_the_human_model_stays_in_lane_and_stops_for_every_obstacle(world: str) 
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
 def test_the_copycat_leaves_the_lane_quickly(world: str) -> None:
-    report = closed_loop_report(None, world, SEEDS, 60.0, controllers=("copycat",))
+    report = closed_loop_report(Rollouts(world, SEEDS, 60.0, controllers=("copycat",)))
     for row in report.rollouts:
         assert row.first_departure_s is not None and row.first_departure_s < 15, row
         assert row.in_lane_fraction < 0.5 and row.stopped_before_contact == 0, row
 
 
 def test_rollouts_are_deterministic_and_the_world_does_not_depend_on_the_controller() -> None:
-    first, trace = rollout("warehouse", 4, "human", 40.0)
-    again, _ = rollout("warehouse", 4, "human", 40.0)
+    first, trace = rollout(RolloutRequest("warehouse", 4, 40.0, "human"))
+    again, _ = rollout(RolloutRequest("warehouse", 4, 40.0, "human"))
     assert first == again
     # Rendering (which draws lighting noise) must not move the obstacles of a seed.
     scenario = rollout_scenario("warehouse", 4)
@@ -99,7 +105,7 @@ class ScriptedPolicy:
 def test_the_policy_is_ticked_every_100_ms_and_hears_its_own_commands() -> None:
     policy = ScriptedPolicy()
     scenario = rollout_scenario("road", 0)
-    trace = run_controller(scenario.world, PolicyDriver(policy), 3.0)
+    trace = run_controller(scenario.world, PolicyDriver(policy, AT_REST), 3.0)
     assert policy.resets == 1
     assert policy.ticks == [float(t) for t in range(0, 3000, 100)]
     assert policy.observed == [(t, "drive", {"speed": 0.5, "turn": 0.0}) for t in policy.ticks]
@@ -124,24 +130,23 @@ def test_the_operator_hands_over_with_one_opening_command() -> None:
     policy = ScriptedPolicy()
     scenario = rollout_scenario("road", 0)
     opening = human_opening("road", 0)
-    trace = run_controller(scenario.world, PolicyDriver(policy, opening=opening), 0.3)
+    trace = run_controller(scenario.world, PolicyDriver(policy, Start(opening=opening)), 0.3)
     assert policy.observed[0] == (0.0, "drive", opening.values)
     assert trace.commands[0] == opening and len(trace.commands) == 4  # opening + 3 ticks
     # closed_loop_report hands over by default; without it the rover waits for the policy.
-    report = closed_loop_report(lambda: policy, "road", (0,), 0.3, controllers=("policy",))
+    one = Rollouts("road", (0,), 0.3, lambda: policy, ("policy",))
+    report = closed_loop_report(one)
     assert report.rollouts[0].command_counts == {"drive": 4}
-    bare = closed_loop_report(
-        lambda: policy, "road", (0,), 0.3, controllers=("policy",), hand_over=False
-    )
+    bare = closed_loop_report(replace(one, hand_over=False))
     assert bare.rollouts[0].command_counts == {"drive": 3}
     blind = ScriptedPolicy()
-    run_controller(rollout_scenario("road", 0).world, PolicyDriver(blind, blind=True), 1.0)
+    run_controller(rollout_scenario("road", 0).world, PolicyDriver(blind, AT_REST, blind=True), 1.0)
     assert blind.frames == [0.0] * 10  # one grey level
 
 
 def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:
     policy = ScriptedPolicy()
-    report = closed_loop_report(lambda: policy, "road", (0, 1), 8.0)
+    report = closed_loop_report(Rollouts("road", (0, 1), 8.0, lambda: policy))
     assert [r.controller for r in report.rollouts] == [
         name for name in ("policy", "human", "copycat", "blind") for _ in (0, 1)
     ]
@@ -155,7 +160,29 @@ def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:
 
 def test_the_corridor_s_careful_driver_keeps_closer_to_the_centre_than_the_road_s() -> None:
     """Issue 27's world: its recordings never show the rover far off the centre line."""
-    careful = closed_loop_report(None, "corridor", SEEDS, 90.0, controllers=("human",))
-    road = closed_loop_report(None, "road", SEEDS, 90.0, controllers=("human",))
+    careful = closed_loop_report(Rollouts("corridor", SEEDS, 90.0, controllers=("human",)))
+    road = closed_loop_report(Rollouts("road", SEEDS, 90.0, controllers=("human",)))
     assert careful.summaries["human"].mean_abs_offset < 0.1
     assert road.summaries["human"].mean_abs_offset > 3 * careful.summaries["human"].mean_abs_offset
+
+
+def test_one_hand_over_for_every_world_a_lead_then_the_controller() -> None:
+    # CarRacing's start (a driver has the rover first), here on a rover world: the same
+    # Copycat and PolicyDriver take it. The policy ticks in the shadow and hears the lead.
+    scenario = rollout_scenario("road", 0)
+    policy = ScriptedPolicy()
+    start = Start(1000.0, lead=scenario.human)
+    trace = run_controller(scenario.world, PolicyDriver(policy, start), 1.5)
+    led = [c for c in trace.commands if c.t < 1000.0]
+    assert led and all(c.values != {"speed": 0.5, "turn": 0.0} for c in led)
+    assert policy.ticks == [float(t) for t in range(0, 1500, 100)]  # in the shadow, then alone
+    assert [c.t for c in trace.commands[len(led) :]] == [1000.0, 1100.0, 1200.0, 1300.0, 1400.0]
+    assert [(t, kind) for t, kind, _ in policy.observed[: len(led)]] == [(c.t, c.type) for c in led]
+    scenario = rollout_scenario("road", 0)
+    copied = run_controller(scenario.world, Copycat(Start(1000.0, scenario.human)), 2.0)
+    last = [c for c in copied.commands if c.t < 1000.0][-1]
+    after = [c for c in copied.commands if c.t >= 1000.0]
+    assert [(c.t, c.values) for c in after] == [(1000.0, last.values), (1500.0, last.values)]
+    # From rest, nothing to copy: the copycat sends nothing.
+    scenario = rollout_scenario("road", 0)
+    assert run_controller(scenario.world, Copycat(AT_REST), 2.0).commands == []

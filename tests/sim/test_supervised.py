@@ -21,7 +21,7 @@ from sim_checkpoints import driving_checkpoint
 from rovertrain.contracts.command_schema import HUMAN, POLICY, initial_schema
 from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.sim.field_drive import supervised_rollout
-from rovertrain.sim.rollout import rollout
+from rovertrain.sim.rollout import RolloutRequest, rollout
 from rovertrain.sim.supervised import (
     CRAWL,
     OBSTACLE,
@@ -29,6 +29,7 @@ from rovertrain.sim.supervised import (
     STALL,
     Envelope,
     ProgressWindow,
+    Seen,
     breach,
     may_hand_back,
 )
@@ -68,7 +69,8 @@ def test_the_envelope_s_conditions(
     progress: float | None,
     expected: str | None,
 ) -> None:
-    assert breach(offset, drift, moving, ahead, rest_ms, progress, ENVELOPE) == expected
+    seen = Seen(offset, drift, moving, ahead, rest_ms, progress)
+    assert breach(seen, ENVELOPE) == expected
 
 
 def test_progress_is_measured_over_the_window_once_a_stretch_is_that_long() -> None:
@@ -189,7 +191,7 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     for event in take_overs:  # the person's command lands at the take-over
         assert any(c.by == HUMAN and 0 <= c.t - event.t_ms < 10 for c in trace.commands)
     # The person keeps the rover near its lane; the policy alone leaves it for good.
-    alone, _ = rollout("road", 2, "policy", 60.0, lambda: VeeringPolicy())
+    alone, _ = rollout(RolloutRequest("road", 2, 60.0, "policy", lambda: VeeringPolicy()))
     assert alone.in_lane_fraction < 0.3 < 0.85 < metrics.in_lane_fraction
     figures = metrics.own.figures
     assert figures.take_overs == len(take_overs)

@@ -20,6 +20,7 @@ from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 from rovertrain.sim import registry
+from rovertrain.sim.world_protocol import SynthRequest
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
 """`export --steering-deadband` takes the job knob's bounds and its value for checkpoints from
@@ -218,7 +219,8 @@ def synth(
     world: str,
 ) -> int:
     """Write synthetic driving recordings and a ready job file."""
-    recorded = registry.lookup(world).synthesize(out, sessions, minutes, seed, shuffle_commands)
+    request = SynthRequest(out, sessions, minutes, seed, shuffle_commands)
+    recorded = registry.lookup(world).synthesize(request)
     stream.emit("synthesized", **recorded)
     return ExitCode.COMPLETED
 

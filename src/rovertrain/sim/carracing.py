@@ -34,6 +34,7 @@ from rovertrain.sim.recorder import (
     record_dataset,
 )
 from rovertrain.sim.teleop import CarPose, Lapses, TeleopLink, TrackFollower, car_action
+from rovertrain.sim.world_protocol import SynthRequest
 
 if TYPE_CHECKING:
     import gymnasium
@@ -215,13 +216,13 @@ def write_session(task: SessionTask) -> DrivenSession:
     }
 
 
-def write_dataset(
-    out: str, sessions: int, minutes: float, seed: int, *, workers: int = 2
-) -> DrivenDataset:
-    """`sessions` CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
+def write_dataset(request: SynthRequest, workers: int = 2) -> DrivenDataset:
+    """The request's CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
     require_sim_packages()
-    ids = prefixed_session_ids(sessions, seed, WORLD)
-    recorded = record_dataset(out, ids, seed, minutes, write_session, workers)
+    ids = prefixed_session_ids(request.sessions, request.seed, WORLD)
+    recorded = record_dataset(
+        request.out, ids, request.seed, request.minutes, write_session, workers
+    )
     return {
         "root": str(recorded.root),
         "job": str(recorded.job),

@@ -6,10 +6,10 @@ The loop is the rover's: the environment steps at 50 fps and the car executes th
 every 100 ms through `rovertrain.runtime` with the newest observation; what it sends
 (`decision.send`) goes to the car and back into the policy with `observe_command`.
 
-The hand-over: the scripted driver drives the first `HAND_OVER_MS` (the car is moving when the
-policy takes it, as an operator hands over); the policy observes those commands, then drives
-alone. The copycat repeats the hand-over's last command every keepalive. The scripted driver
-drives the whole rollout. Tracks are drawn from `--seed` values never used by
+The world's start (`sim.hand_over.Start`): the scripted driver drives the first `HAND_OVER_MS`
+(the car is moving when the policy takes it, as an operator hands over); the policy ticks in
+the shadow and observes those commands, then drives alone. The copycat repeats the hand-over's
+last command every keepalive. The scripted driver drives the whole rollout as the baseline. Tracks are drawn from `--seed` values never used by
 `synth --world carracing` (`fresh_track`), so the policy has not seen them.
 
 Figures: the environment's own reward and tiles visited (`RaceFigures`, the world's own
@@ -23,20 +23,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
-from rovertrain.sim.drivers import (
-    Camera,
-    Controller,
-    SentCommand,
-    TickDecision,
-    TickPolicy,
-    commands_from_decision,
-)
+from rovertrain.sim.drivers import Camera, Controller, SentCommand, TickPolicy
+from rovertrain.sim.hand_over import Copycat, PolicyDriver, Start
 from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -90,95 +83,6 @@ class ScriptedDriver:
     def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
         sent = self.link.offer(t_ms, self.follower.wish(pose))
         return [] if sent is None else [sent]
-
-
-class Follower(Protocol):
-    """What drives after the hand-over (`CopycatAfter`, `PolicyAfter`)."""
-
-    def __call__(
-        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
-    ) -> list[SentCommand]: ...
-
-    def watch(self, t_ms: float, observation: np.ndarray) -> None:
-        """Sees the hand-over's frames (a policy ticks in the shadow, sending nothing)."""
-
-    def observe(self, command: SentCommand) -> None:
-        """Sees every command of the hand-over."""
-
-
-class HandedOver:
-    """The scripted driver until `HAND_OVER_MS`, then `after` (copycat or policy), which
-    watches the hand-over's frames and commands."""
-
-    def __init__(self, name: str, driver: ScriptedDriver, after: Follower):
-        self.name, self.driver, self.after = name, driver, after
-        self.history: list[SentCommand] = []
-
-    def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
-        observation = camera()
-        if t_ms < HAND_OVER_MS:
-            self.after.watch(t_ms, observation)
-            sent = self.driver.act(t_ms, camera, pose)
-            for command in sent:
-                self.after.observe(command)
-            self.history.extend(sent)
-            return sent
-        return self.after(t_ms, observation, self.history)
-
-
-class CopycatAfter:
-    """Repeats the hand-over's last command every keepalive."""
-
-    def __init__(self) -> None:
-        self.next_at = 0.0
-
-    def watch(self, t_ms: float, observation: np.ndarray) -> None:
-        return None
-
-    def observe(self, command: SentCommand) -> None:
-        return None
-
-    def __call__(
-        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
-    ) -> list[SentCommand]:
-        if t_ms < self.next_at or not history:
-            return []
-        self.next_at = t_ms + KEEPALIVE_MS
-        return [SentCommand(t_ms, history[-1].type, history[-1].values)]
-
-
-class PolicyAfter:
-    """The policy ticking every `tick_ms` with the observation (grey when blind): in the
-    shadow during the hand-over (as a rover's loop ticks while a person drives, so the policy
-    has its previous frame when it takes over), then sending what it decides."""
-
-    def __init__(self, policy: TickPolicy, blind: bool):
-        self.policy = policy
-        self.grey = np.full((SIZE, SIZE, 3), BLIND_GREY, np.uint8) if blind else None
-        self.next_tick = 0.0
-
-    def observe(self, command: SentCommand) -> None:
-        self.policy.observe_command(command.t, command.type, command.values)
-
-    def _tick(self, t_ms: float, observation: np.ndarray) -> TickDecision | None:
-        if t_ms < self.next_tick:
-            return None
-        self.next_tick = t_ms + self.policy.tick_ms
-        return self.policy.tick(observation if self.grey is None else self.grey, t_ms)
-
-    def watch(self, t_ms: float, observation: np.ndarray) -> None:
-        self._tick(t_ms, observation)
-
-    def __call__(
-        self, t_ms: float, observation: np.ndarray, history: list[SentCommand]
-    ) -> list[SentCommand]:
-        decision = self._tick(t_ms, observation)
-        if decision is None:
-            return []
-        sent = commands_from_decision(t_ms, self.policy.schema, decision.send, decision.values)
-        for command in sent:
-            self.observe(command)
-        return sent
 
 
 def showing(observation: np.ndarray) -> Camera:
@@ -286,18 +190,20 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
 def controller_maker(
     name: str, policy_factory: Callable[[], TickPolicy] | None
 ) -> Callable[[TrackFollower], Controller[CarPose]]:
+    """The scripted driver, or the copycat or a policy driver handed the car by it after
+    `HAND_OVER_MS` (the world's start)."""
+
     def make(follower: TrackFollower) -> Controller[CarPose]:
-        driver = ScriptedDriver(follower)
         if name == "human":
-            return driver
+            return ScriptedDriver(follower)
+        start = Start(HAND_OVER_MS, lead=ScriptedDriver(follower))
         if name == "copycat":
-            return HandedOver(name, driver, CopycatAfter())
+            return Copycat(start, KEEPALIVE_MS)
         if name in ("policy", "blind"):
             if policy_factory is None:
                 raise ValueError(f"controller {name!r} needs a policy")
-            policy = policy_factory()
-            policy.reset()
-            return HandedOver(name, driver, PolicyAfter(policy, blind=name == "blind"))
+            blind = name == "blind"
+            return PolicyDriver(policy_factory(), start, blind, frame_size=(SIZE, SIZE))
         raise ValueError(f"unknown controller {name!r}")
 
     return make

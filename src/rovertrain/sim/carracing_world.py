@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
-from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, Film
+from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, Film, SynthRequest
 
 if TYPE_CHECKING:
     from rovertrain.contracts.command_schema import Slot
@@ -63,16 +63,14 @@ class CarRacingWorld:
                 f"first {HAND_OVER_MS / 1000:g} s; give more.",
             )
 
-    def synthesize(
-        self, out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool
-    ) -> Mapping[str, object]:
-        if shuffle_commands:
+    def synthesize(self, request: SynthRequest) -> Mapping[str, object]:
+        if request.shuffle_commands:
             raise RovertrainError(
                 ErrorCode.USAGE, f"--shuffle-commands is not offered for --world {self.name}."
             )
         from rovertrain.sim.carracing import write_dataset
 
-        return write_dataset(out, sessions, minutes, seed)
+        return write_dataset(request)
 
     def drive(self, request: DriveRequest, film: Film) -> DriveOutcome:
         """The rollouts (`sim.carracing_drive`) and the simulated seconds actually driven (an

@@ -1,16 +1,14 @@
-"""Controllers: who sends the commands. Each is asked once per 10 ms tick, `act(world, camera)`,
+"""Controllers: who sends the commands. Each is asked once per tick, `act(t_ms, camera, state)`,
 and returns the commands it sends now; the rollout applies them to the world.
 
 - `HumanDriver`: the recorded human model. It sees the world `reaction_ms` late and with
   noise, sends `drive` when its controls change beyond a deadband and as a keepalive about
   every 500 ms while moving, repeats `stop` while an obstacle blocks the way, sometimes idles,
   and (where the world has bystanders) warns them with the world's `other` command.
-- `Copycat`: repeats its last command (after one opening command), what a model that copies
-  the command history does when it drives itself.
-- `PolicyDriver`: a policy with the `RoverPolicy` interface, ticked every 100 ms with the
-  camera frame (or a grey one: blind); it sends what the decision's `send` says (the event
-  head's fires and the steering re-sends), and its own commands are fed back with
-  `observe_command`, exactly as on a rover.
+- `TickPolicy`: what a policy driver needs of a policy (`rovertrain.runtime.RoverPolicy`'s
+  interface); `commands_from_decision`: what a rover sends for one of its decisions.
+
+The copycat and the policy driver take the rover at a hand-over (`sim.hand_over`).
 """
 
 from __future__ import annotations
@@ -25,12 +23,10 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import HUMAN, POLICY, Schema, Slot
 from rovertrain.data.recording import CommandLine
-from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.world import World
 
 Camera = Callable[[], np.ndarray]
 KEEPALIVE_MS = 500
-GREY = 128
 
 
 @dataclass(frozen=True)
@@ -191,26 +187,8 @@ class HumanDriver:
         return sent
 
 
-class Copycat:
-    """Sends one opening command, then repeats its last command every keepalive."""
-
-    name = "copycat"
-
-    def __init__(self, opening: SentCommand, keepalive_ms: float = KEEPALIVE_MS):
-        self.last = opening
-        self.keepalive_ms = keepalive_ms
-        self.next_at = opening.t
-
-    def act(self, t_ms: float, camera: Camera, state: object) -> list[SentCommand]:
-        if t_ms < self.next_at:
-            return []
-        self.next_at = t_ms + self.keepalive_ms
-        self.last = SentCommand(t_ms, self.last.type, self.last.values)
-        return [self.last]
-
-
 class TickDecision(Protocol):
-    """What `PolicyDriver` reads of a decision (`rovertrain.runtime.Decision`)."""
+    """What a policy driver reads of a decision (`rovertrain.runtime.Decision`)."""
 
     @property
     def send(self) -> Mapping[str, bool]: ...
@@ -220,7 +198,7 @@ class TickDecision(Protocol):
 
 
 class TickPolicy(Protocol):
-    """What `PolicyDriver` needs: `rovertrain.runtime.RoverPolicy`'s interface."""
+    """What a policy driver needs: `rovertrain.runtime.RoverPolicy`'s interface."""
 
     schema: Schema
     tick_ms: int
@@ -267,42 +245,3 @@ def commands_from_decision(
         carried = {str(name): round(float(named.get(name, 0.0)), 4) for name in slot["values"]}
         sent.append(SentCommand(t_ms, str(slot["type"]), carried or None))
     return sent
-
-
-class PolicyDriver:
-    """A policy driving: one tick per `tick_ms` with the camera frame (grey when blind).
-
-    `opening`: the hand-over. A recording starts with the person sending the first command;
-    a policy has never seen a drive without one (every state then says "never sent"). So the
-    operator sends this command at t=0 (the rover executes it, the policy observes it) and
-    the policy drives alone from there."""
-
-    def __init__(self, policy: TickPolicy, blind: bool = False, opening: SentCommand | None = None):
-        self.policy, self.blind = policy, blind
-        self.name = "blind" if blind else "policy"
-        self.next_tick = 0.0
-        self.grey: np.ndarray | None = None
-        self.opening = opening
-        policy.reset()
-
-    def act(self, t_ms: float, camera: Camera, state: object) -> list[SentCommand]:
-        t = t_ms
-        if t < self.next_tick:
-            return []
-        self.next_tick = t + self.policy.tick_ms
-        handed: list[SentCommand] = []
-        if self.opening is not None:
-            handed, self.opening = [self.opening], None
-            self.policy.observe_command(handed[0].t, handed[0].type, handed[0].values)
-        if self.blind:
-            frame = self.grey = (
-                self.grey if self.grey is not None else np.full((HEIGHT, WIDTH, 3), GREY, np.uint8)
-            )
-        else:
-            frame = camera()
-        decision = self.policy.tick(frame, t)
-        # `send`: what the event head fires, and the steering re-send between its events.
-        sent = commands_from_decision(t, self.policy.schema, decision.send, decision.values)
-        for command in sent:
-            self.policy.observe_command(command.t, command.type, command.values)
-        return handed + sent

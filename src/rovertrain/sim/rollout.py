@@ -21,7 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.sim.drivers import Controller, Copycat, PolicyDriver, SentCommand, TickPolicy
+from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
+from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import human_opening, rollout_scenario
 
@@ -394,71 +395,100 @@ DrivingReport = ClosedLoopReport[NoOwnFigures, NoOwnFigures, NoOwnFigures]
 
 
 def make_controller(
-    name: str,
-    world_name: str,
-    policy_factory: Callable[[], TickPolicy] | None,
-    hand_over: bool = True,
-    seed: int = 0,
-) -> Controller[object]:
-    """`seed`: the rollout seed, whose human's first command is the operator's opening."""
+    name: str, policy_factory: Callable[[], TickPolicy] | None, start: Start[World]
+) -> Controller[World]:
+    """The copycat or a policy driver, taking the rover at `start`."""
     if name in ("policy", "blind"):
         if policy_factory is None:
             raise ValueError(f"controller {name!r} needs a policy")
-        opening = human_opening(world_name, seed) if hand_over else None
-        return PolicyDriver(policy_factory(), blind=name == "blind", opening=opening)
+        return PolicyDriver(policy_factory(), start, blind=name == "blind")
     if name == "copycat":
-        return Copycat(human_opening(world_name, seed))
+        return Copycat(start)
     raise ValueError(f"unknown controller {name!r}")
 
 
+def rover_start(world_name: str, seed: int, hand_over: bool) -> Start[World]:
+    """A rover world's start: the operator's opening command (the seed's human's first
+    drive), or from rest."""
+    return Start(opening=human_opening(world_name, seed)) if hand_over else AT_REST
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """One rollout on a rover world: `controller` on world seed `seed` for `seconds`.
+    `policy` makes the policy a policy driver drives (called once per rollout; a cached policy
+    is fine: the driver resets it). `hand_over`: the world's start, the operator's opening
+    command first (see `rover_start`); False: from rest."""
+
+    world: str
+    seed: int
+    seconds: float
+    controller: str
+    policy: Callable[[], TickPolicy] | None = None
+    hand_over: bool = True
+
+
 def rollout(
-    world_name: str,
-    seed: int,
-    controller_name: str,
-    seconds: float,
-    policy_factory: Callable[[], TickPolicy] | None = None,
-    on_frame: FrameSink | None = None,
-    hand_over: bool = True,
+    request: RolloutRequest, on_frame: FrameSink | None = None
 ) -> tuple[RolloutMetrics[NoOwnFigures], RolloutTrace]:
-    """One controller on world seed `seed` (the human model is the scenario's own driver).
-    `hand_over`: the policy starts after the operator's opening command (see PolicyDriver)."""
-    scenario = rollout_scenario(world_name, seed)
+    """One controller on its world seed (the human model is the scenario's own driver)."""
+    scenario = rollout_scenario(request.world, request.seed)
     controller: Controller[World] = (
         scenario.human
-        if controller_name == "human"
-        else make_controller(controller_name, world_name, policy_factory, hand_over, seed)
+        if request.controller == "human"
+        else make_controller(
+            request.controller,
+            request.policy,
+            rover_start(request.world, request.seed, request.hand_over),
+        )
     )
-    trace = run_controller(scenario.world, controller, seconds, on_frame=on_frame)
-    return rollout_metrics(trace, seed), trace
+    trace = run_controller(scenario.world, controller, request.seconds, on_frame=on_frame)
+    return rollout_metrics(trace, request.seed), trace
+
+
+@dataclass(frozen=True)
+class Rollouts:
+    """The rollouts of one drive on a rover world: every controller on every seed (the
+    policy and its baselines by default; without a policy, the baselines that need none)."""
+
+    world: str
+    seeds: Sequence[int]
+    seconds: float
+    policy: Callable[[], TickPolicy] | None = None
+    controllers: Sequence[str] | None = None
+    hand_over: bool = True
+
+    def names(self) -> Sequence[str]:
+        if self.controllers is not None:
+            return self.controllers
+        return ("policy", *BASELINES) if self.policy is not None else ("human", "copycat")
+
+    def request(self, controller: str, seed: int) -> RolloutRequest:
+        return RolloutRequest(
+            self.world, seed, self.seconds, controller, self.policy, self.hand_over
+        )
 
 
 def closed_loop_report(
-    policy_factory: Callable[[], TickPolicy] | None,
-    world: str,
-    seeds: Sequence[int],
-    seconds: float,
+    rollouts: Rollouts,
     *,
-    controllers: Sequence[str] | None = None,
     on_rollout: Callable[[RolloutMetrics[NoOwnFigures], RolloutTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
-    hand_over: bool = True,
 ) -> DrivingReport:
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
-
-    `policy_factory` is called once per policy rollout (a cached policy is fine: the driver
-    resets it); None runs the baselines that need no policy. `video(seed)` may return a frame
-    sink for the policy's rollout on that seed."""
-    if controllers is None:
-        controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
+    `video(seed)` may return a frame sink for the policy's rollout on that seed."""
+    controllers = rollouts.names()
     rows: list[RolloutMetrics[NoOwnFigures]] = []
     for name in controllers:
-        for seed in seeds:
+        for seed in rollouts.seeds:
             sink = video(seed) if video is not None and name == "policy" else None
-            metrics, trace = rollout(world, seed, name, seconds, policy_factory, sink, hand_over)
+            metrics, trace = rollout(rollouts.request(name, seed), sink)
             rows.append(metrics)
             if on_rollout is not None:
                 on_rollout(metrics, trace)
-    return report_of(world, seeds, seconds, controllers, rows, DRIVING_ONLY)
+    return report_of(
+        rollouts.world, rollouts.seeds, rollouts.seconds, controllers, rows, DRIVING_ONLY
+    )
 
 
 def report_of(
@@ -496,7 +526,9 @@ __all__ = [
     "Margin",
     "OwnFigures",
     "RolloutMetrics",
+    "RolloutRequest",
     "RolloutTrace",
+    "Rollouts",
     "closed_loop_report",
     "controller_summary",
     "report_of",

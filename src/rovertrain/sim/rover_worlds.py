@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rovertrain.sim.world_protocol import DriveOutcome, DriveRequest, Film, SupervisedRequest
+from rovertrain.sim.world_protocol import (
+    DriveOutcome,
+    DriveRequest,
+    Film,
+    SupervisedRequest,
+    SynthRequest,
+)
 
 if TYPE_CHECKING:
     from rovertrain.contracts.command_schema import Slot
@@ -52,17 +58,13 @@ class RoverWorld:
     def check_policy(self, schema: Sequence[Slot], seconds: float) -> None:
         return None  # the human model's roles: any schema's commands can be applied
 
-    def synthesize(
-        self, out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool
-    ) -> Mapping[str, object]:
+    def synthesize(self, request: SynthRequest) -> Mapping[str, object]:
         from rovertrain.sim.synth import write_dataset
 
-        return write_dataset(
-            out, sessions, minutes, seed, shuffle_commands=shuffle_commands, world=self.name
-        )
+        return write_dataset(request, world=self.name)
 
     def drive(self, request: DriveRequest, film: Film) -> DriveOutcome:
-        from rovertrain.sim.rollout import closed_loop_report
+        from rovertrain.sim.rollout import Rollouts, closed_loop_report
 
         roles = self.roles()
 
@@ -70,12 +72,15 @@ class RoverWorld:
             film.rollout_done(metrics, trace)
             request.on_rollout(metrics)
 
-        report = closed_loop_report(
-            lambda: request.policy,
+        rollouts = Rollouts(
             self.name,
             request.seeds,
             request.seconds,
-            controllers=request.controllers,
+            lambda: request.policy,
+            request.controllers,
+        )
+        report = closed_loop_report(
+            rollouts,
             on_rollout=on_rollout,
             video=lambda seed: film.video(seed, roles, 1),
         )

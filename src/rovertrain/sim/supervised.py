@@ -68,26 +68,31 @@ class Envelope:
         }
 
 
-def breach(
-    offset: float,
-    drift: float,
-    moving: bool,
-    obstacle_ahead: float | None,
-    rest_ms: float,
-    progress: float | None,
-    envelope: Envelope,
-) -> str | None:
-    """The first envelope condition broken, or None. `drift`: the offset's rate (half-widths
-    per second); `obstacle_ahead`: metres to the obstacle on the lane (None: none); `rest_ms`:
-    how long the rover has been at rest; `progress`: metres driven over the last `crawl_ms`
-    with nothing to wait for (None: the policy has not driven that long unobstructed)."""
-    ahead = math.inf if obstacle_ahead is None else obstacle_ahead
-    soon = offset + drift * envelope.lookahead_ms / 1000.0
+@dataclass(frozen=True)
+class Seen:
+    """What the supervisor sees of the rover at a tick. `offset`: lane half-widths from the
+    centre; `drift`: the offset's rate (half-widths per second); `obstacle_ahead`: metres to
+    the obstacle on the lane (None: none); `rest_ms`: how long the rover has been at rest;
+    `progress`: metres driven over the last `crawl_ms` with nothing to wait for (None: the
+    policy has not driven that long unobstructed)."""
+
+    offset: float
+    drift: float
+    moving: bool
+    obstacle_ahead: float | None
+    rest_ms: float
+    progress: float | None
+
+
+def breach(seen: Seen, envelope: Envelope) -> str | None:
+    """The first envelope condition broken, or None."""
+    ahead = math.inf if seen.obstacle_ahead is None else seen.obstacle_ahead
+    soon = seen.offset + seen.drift * envelope.lookahead_ms / 1000.0
     conditions = (
-        (OFFSET, max(abs(offset), abs(soon)) > envelope.max_offset),
-        (OBSTACLE, moving and ahead <= envelope.obstacle_metres),
-        (STALL, not moving and ahead > REST_RANGE and rest_ms >= envelope.stall_ms),
-        (CRAWL, progress is not None and progress < envelope.crawl_metres),
+        (OFFSET, max(abs(seen.offset), abs(soon)) > envelope.max_offset),
+        (OBSTACLE, seen.moving and ahead <= envelope.obstacle_metres),
+        (STALL, not seen.moving and ahead > REST_RANGE and seen.rest_ms >= envelope.stall_ms),
+        (CRAWL, seen.progress is not None and seen.progress < envelope.crawl_metres),
     )
     return next((reason for reason, broken in conditions if broken), None)
 
@@ -240,8 +245,8 @@ class SupervisedDriver:
         else:
             self.progress.note(t, pose.s)
         drift = pose.heading * pose.speed * METRES_PER_SPEED  # as World.move moves x
-        progress = self.progress.metres()
-        reason = breach(pose.x, drift, world.moving, ahead, rest_ms, progress, self.envelope)
+        seen = Seen(pose.x, drift, world.moving, ahead, rest_ms, self.progress.metres())
+        reason = breach(seen, self.envelope)
         if reason is None:
             self.human.watch(world)
             return []
@@ -264,6 +269,7 @@ __all__ = [
     "Envelope",
     "Intervention",
     "ProgressWindow",
+    "Seen",
     "SupervisedDriver",
     "SupervisionLog",
     "breach",

@@ -18,9 +18,6 @@ import numpy as np
 
 from rovertrain.data.recording import CommandLine
 from rovertrain.sim.recorder import (
-    H264,
-    VP8,
-    VP9,
     SessionFiles,
     SessionTask,
     VideoRecorder,
@@ -30,6 +27,7 @@ from rovertrain.sim.recorder import (
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import run_controller
 from rovertrain.sim.world import World
+from rovertrain.sim.world_protocol import SynthRequest
 from rovertrain.sim.worlds import WORLDS, Scenario, build
 
 ROVERS = ("rover-ash", "rover-birch", "rover-cedar")
@@ -93,14 +91,8 @@ def write_session(task: SessionTask, shuffle: bool, world: str = DEFAULT_WORLD) 
     """Session `task` of `world`: the human driver model's drive, recorded."""
     session_id, index, minutes = task.session_id, task.index, task.minutes
     rng = random.Random(f"{task.seed}:{session_id}")
-    if world == DEFAULT_WORLD:  # the original draws, in their order: same seed, same data
-        fps = rng.choice((15, 20, 24))
-        offset_ms = round(rng.uniform(40, 160), 1)
-        video = VP8
-    else:
-        fps = rng.choice((15, 20, 25, 30))
-        offset_ms = round(rng.uniform(20, 200), 1)
-        video = rng.choice((H264, VP9))
+    recording = WORLDS[world].recording(rng)  # first, in the original order: same seed, same data
+    fps, offset_ms, video = recording.fps, recording.offset_ms, recording.video
     profile = PROFILES[index % len(PROFILES)]
     rover = ROVERS[index % len(ROVERS)]
     directory = task.directory
@@ -130,20 +122,14 @@ def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
 
 
 def write_dataset(
-    out: str,
-    sessions: int,
-    minutes: float,
-    seed: int,
-    *,
-    shuffle_commands: bool = False,
-    workers: int = 2,
-    world: str = DEFAULT_WORLD,
+    request: SynthRequest, world: str = DEFAULT_WORLD, workers: int = 2
 ) -> WrittenDataset:
+    """The request's recordings of `world` under OUT/recordings and a ready OUT/job.json."""
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
-    ids = session_ids(sessions, seed, world)
-    write = functools.partial(write_session, shuffle=shuffle_commands, world=world)
-    recorded = record_dataset(out, ids, seed, minutes, write, workers)
+    ids = session_ids(request.sessions, request.seed, world)
+    write = functools.partial(write_session, shuffle=request.shuffle_commands, world=world)
+    recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
     result: WrittenDataset = {
         "root": str(recorded.root),
         "job": str(recorded.job),

@@ -36,6 +36,18 @@ class Film(Protocol):
 
 
 @dataclass(frozen=True)
+class SynthRequest:
+    """One `synth`: `sessions` recordings of `minutes` each under `out`, drawn from `seed`;
+    `shuffle_commands` scrambles the command times (a data set with nothing to learn)."""
+
+    out: str
+    sessions: int
+    minutes: float
+    seed: int
+    shuffle_commands: bool = False
+
+
+@dataclass(frozen=True)
 class DriveRequest:
     """One `drive`: which controllers drive which seeds for how long."""
 
@@ -121,9 +133,7 @@ class World(Protocol):
         """A usage error unless a policy with `schema` can drive this world for `seconds`."""
         ...
 
-    def synthesize(
-        self, out: str, sessions: int, minutes: float, seed: int, shuffle_commands: bool
-    ) -> Mapping[str, object]:
+    def synthesize(self, request: SynthRequest) -> Mapping[str, object]:
         """`synth`: recordings under OUT and a ready job; the `synthesized` event's fields."""
         ...
 

@@ -10,8 +10,9 @@
   recordings never show the rover far off centre (the world of issue 27, where imitation
   alone is expected to drift; docs/learning.md "Learning from take-overs").
 
-`build` draws a session's parameters from one generator in a fixed order (the road world's
-order is the original synth's, so recordings stay identical for a seed). The generators the
+`build` draws a session's parameters from one generator in the world's fixed order (its
+kind's `draw`: the road world's order is the original synth's, so recordings stay identical
+for a seed). The generators the
 world and the driver use while running default to that same one (recordings); rollouts pass
 their own so that every controller meets the same world.
 """
@@ -19,15 +20,135 @@ their own so that every controller meets the same world.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
+from rovertrain.sim.recorder import H264, VP8, VP9, VideoFormat
 from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
-from rovertrain.sim.world import AisleTrack, GentleTrack, ObstacleRules, RoadTrack, Track, World
+from rovertrain.sim.world import (
+    AisleTrack,
+    GentleTrack,
+    ObstacleRules,
+    Renderer,
+    RoadTrack,
+    Track,
+    World,
+)
+
+
+@dataclass(frozen=True)
+class SessionDraws:
+    """What a world draws for one session (its track, its look, its driver's timing), beside
+    what its kind fixes (roles, the driver's style)."""
+
+    track: Track
+    rules: ObstacleRules
+    renderer: Renderer
+    reaction_ms: float
+    first_idle_ms: float
+    first_obstacle_ms: float
+    keepalive_ms: float
+    light: float = 1.0
+    light_range: tuple[float, float] = (0.75, 1.25)
+    bystander_gap: tuple[float, float] | None = None
+    pull: float = 0.0
+
+
+SessionDraw = Callable[[random.Random, np.random.Generator], SessionDraws]
+"""A world's session draws from `rng` in its order (the same seed writes the same
+recordings), its renderer's textures from the second generator."""
+
+
+def draw_road(rng: random.Random, texture: np.random.Generator) -> SessionDraws:
+    """The road's draws, in the original synth's order."""
+    phases = (rng.uniform(0, 6.3), rng.uniform(0, 6.3), rng.uniform(0, 6.3))
+    return SessionDraws(
+        track=RoadTrack(phases),
+        rules=ObstacleRules(gap_ms=(14_000.0, 26_000.0)),
+        renderer=RoadRenderer(texture),
+        reaction_ms=rng.uniform(150, 300),
+        first_idle_ms=rng.uniform(30_000, 60_000),
+        first_obstacle_ms=rng.uniform(6_000, 14_000),
+        keepalive_ms=KEEPALIVE_MS + rng.uniform(-10, 10),
+    )
+
+
+@dataclass(frozen=True)
+class IndoorDraws:
+    """What an indoor world (warehouse, corridor) draws for a session after its track, in
+    the warehouse's original order (the same seed writes the same recordings)."""
+
+    reaction_ms: float
+    first_idle_ms: float
+    first_obstacle_ms: float
+    keepalive_ms: float
+    tint: tuple[float, float, float]
+
+    @staticmethod
+    def draw(rng: random.Random, reaction_ms: tuple[float, float]) -> IndoorDraws:
+        return IndoorDraws(
+            reaction_ms=rng.uniform(*reaction_ms),
+            first_idle_ms=rng.uniform(40_000, 80_000),
+            first_obstacle_ms=rng.uniform(8_000, 16_000),
+            keepalive_ms=KEEPALIVE_MS + rng.uniform(-10, 10),
+            tint=session_tint(rng),
+        )
+
+    def session(
+        self, track: Track, texture: np.random.Generator, light: float, spread: float
+    ) -> SessionDraws:
+        """An indoor session: pallets every 30-48 s, the light level `light` ± `spread`."""
+        return SessionDraws(
+            track=track,
+            rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
+            renderer=AisleRenderer(texture, self.tint),
+            reaction_ms=self.reaction_ms,
+            first_idle_ms=self.first_idle_ms,
+            first_obstacle_ms=self.first_obstacle_ms,
+            keepalive_ms=self.keepalive_ms,
+            light=light,
+            light_range=(light - spread, light + spread),
+        )
+
+
+def draw_warehouse(rng: random.Random, texture: np.random.Generator) -> SessionDraws:
+    """Aisles and corners, a wide spread of reaction times, the light, workers."""
+    track = AisleTrack.generate(rng)
+    draws = IndoorDraws.draw(rng, (120, 450))
+    session = draws.session(track, texture, rng.uniform(0.6, 1.15), 0.12)
+    return replace(session, bystander_gap=(20.0, 45.0))
+
+
+def draw_corridor(rng: random.Random, texture: np.random.Generator) -> SessionDraws:
+    """One gentle sine, a quick driver, the light, a rover that pulls to one side."""
+    track = GentleTrack(rng.uniform(0.12, 0.25), rng.uniform(10.0, 16.0), rng.uniform(0, 6.3))
+    draws = IndoorDraws.draw(rng, (120, 250))
+    session = draws.session(track, texture, rng.uniform(0.7, 1.1), 0.1)
+    return replace(session, pull=rng.choice((-1.0, 1.0)) * rng.uniform(0.05, 0.15))
+
+
+@dataclass(frozen=True)
+class RecordingDraws:
+    """How a session of a world is recorded: the camera's frame rate, its capture offset, the
+    recorder's video format."""
+
+    fps: int
+    offset_ms: float
+    video: VideoFormat
+
+
+def browser_recording(rng: random.Random) -> RecordingDraws:
+    """The road's: a browser's MediaRecorder (VP8 WebM), in the original synth's draws."""
+    return RecordingDraws(rng.choice((15, 20, 24)), round(rng.uniform(40, 160), 1), VP8)
+
+
+def rover_recording(rng: random.Random) -> RecordingDraws:
+    """The indoor worlds': H.264 MP4 or VP9 WebM, chosen per session."""
+    fps = rng.choice((15, 20, 25, 30))
+    return RecordingDraws(fps, round(rng.uniform(20, 200), 1), rng.choice((H264, VP9)))
 
 
 @dataclass(frozen=True)
@@ -36,13 +157,22 @@ class WorldKind:
     roles: Mapping[str, str]
     style: DriverStyle
     session_prefix: str
+    draw: SessionDraw  # a session's parameters
+    recording: Callable[[random.Random], RecordingDraws]  # drawn before `draw` by synth
 
     def opening(self) -> SentCommand:
         """A first command that ignores the scene: cruise straight ahead."""
         return SentCommand(0.0, "drive", {"speed": self.style.keyboard_speed, "turn": 0.0})
 
 
-ROAD = WorldKind("road", {"stop": "stop", "drive": "movement"}, DriverStyle(), "drive")
+ROAD = WorldKind(
+    "road",
+    {"stop": "stop", "drive": "movement"},
+    DriverStyle(),
+    "drive",
+    draw_road,
+    browser_recording,
+)
 WAREHOUSE = WorldKind(
     "warehouse",
     {"stop": "stop", "drive": "movement", "horn": "other"},
@@ -56,6 +186,8 @@ WAREHOUSE = WorldKind(
         warn_type="horn",
     ),
     "aisle",
+    draw_warehouse,
+    rover_recording,
 )
 CORRIDOR = WorldKind(
     "corridor",
@@ -71,6 +203,8 @@ CORRIDOR = WorldKind(
         steer_noise=0.01,
     ),
     "corridor",
+    draw_corridor,
+    rover_recording,
 )
 WORLDS: dict[str, WorldKind] = {kind.name: kind for kind in (ROAD, WAREHOUSE, CORRIDOR)}
 
@@ -101,84 +235,42 @@ def human_opening(name: str, seed: int, namespace: str = ROLLOUT) -> SentCommand
 
 
 @dataclass(frozen=True)
-class IndoorDraws:
-    """What an indoor world (warehouse, corridor) draws for a session after its track, in
-    the warehouse's original order (the same seed writes the same recordings)."""
+class Streams:
+    """A rollout's own generators for the world's events, its lighting and the human driver
+    (a recording draws all from the session's one generator)."""
 
-    reaction_ms: float
-    first_idle_ms: float
-    first_obstacle_ms: float
-    keepalive_ms: float
-    tint: tuple[float, float, float]
-
-    @staticmethod
-    def draw(rng: random.Random, reaction_ms: tuple[float, float]) -> IndoorDraws:
-        return IndoorDraws(
-            reaction_ms=rng.uniform(*reaction_ms),
-            first_idle_ms=rng.uniform(40_000, 80_000),
-            first_obstacle_ms=rng.uniform(8_000, 16_000),
-            keepalive_ms=KEEPALIVE_MS + rng.uniform(-10, 10),
-            tint=session_tint(rng),
-        )
+    events: random.Random
+    light: random.Random
+    driver: random.Random
 
 
 def build(
-    name: str,
-    rng: random.Random,
-    profile: str,
-    renderer_seed: int,
-    *,
-    events_rng: random.Random | None = None,
-    light_rng: random.Random | None = None,
-    driver_rng: random.Random | None = None,
+    name: str, rng: random.Random, profile: str, renderer_seed: int, streams: Streams | None = None
 ) -> Scenario:
-    """One session of world `name`: its parameters drawn from `rng`."""
+    """One session of world `name`: its parameters drawn from `rng` (`WorldKind.draw`)."""
     kind = WORLDS[name]
-    texture = np.random.default_rng(renderer_seed)
-    if name == "road":
-        phases = (rng.uniform(0, 6.3), rng.uniform(0, 6.3), rng.uniform(0, 6.3))
-        reaction_ms = rng.uniform(150, 300)
-        first_idle = rng.uniform(30_000, 60_000)
-        first_obstacle = rng.uniform(6_000, 14_000)
-        keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
-        world = World(
-            track=RoadTrack(phases),
-            rules=ObstacleRules(gap_ms=(14_000.0, 26_000.0)),
-            renderer=RoadRenderer(texture),
-            roles=kind.roles,
-            next_obstacle_ms=first_obstacle,
-            events_rng=events_rng or rng,
-            light_rng=light_rng or rng,
-        )
-    else:
-        track: Track = (
-            AisleTrack.generate(rng)
-            if name == "warehouse"
-            else GentleTrack(rng.uniform(0.12, 0.25), rng.uniform(10.0, 16.0), rng.uniform(0, 6.3))
-        )
-        draws = IndoorDraws.draw(rng, (120, 450) if name == "warehouse" else (120, 250))
-        reaction_ms, first_idle = draws.reaction_ms, draws.first_idle_ms
-        keepalive, first_obstacle = draws.keepalive_ms, draws.first_obstacle_ms
-        if name == "warehouse":
-            level = rng.uniform(0.6, 1.15)
-            extra: dict[str, Any] = {"light_range": (level - 0.12, level + 0.12)}
-            extra["bystander_gap"] = (20.0, 45.0)
-        else:
-            level = rng.uniform(0.7, 1.1)
-            extra = {"light_range": (level - 0.1, level + 0.1)}
-            extra["pull"] = rng.choice((-1.0, 1.0)) * rng.uniform(0.05, 0.15)
-        world = World(
-            track=track,
-            rules=ObstacleRules(gap_ms=(30_000.0, 48_000.0)),
-            renderer=AisleRenderer(texture, draws.tint),
-            roles=kind.roles,
-            next_obstacle_ms=first_obstacle,
-            events_rng=events_rng or rng,
-            light_rng=light_rng or rng,
-            light=level,
-            **extra,
-        )
-    human = HumanDriver(driver_rng or rng, profile, reaction_ms, first_idle, keepalive, kind.style)
+    draws = kind.draw(rng, np.random.default_rng(renderer_seed))
+    world = World(
+        track=draws.track,
+        rules=draws.rules,
+        renderer=draws.renderer,
+        roles=kind.roles,
+        next_obstacle_ms=draws.first_obstacle_ms,
+        events_rng=streams.events if streams else rng,
+        light_rng=streams.light if streams else rng,
+        light_range=draws.light_range,
+        light=draws.light,
+        bystander_gap=draws.bystander_gap,
+        pull=draws.pull,
+    )
+    human = HumanDriver(
+        streams.driver if streams else rng,
+        profile,
+        draws.reaction_ms,
+        draws.first_idle_ms,
+        draws.keepalive_ms,
+        kind.style,
+    )
     return Scenario(kind, world, human)
 
 
@@ -191,12 +283,9 @@ def rollout_scenario(name: str, seed: int, namespace: str = ROLLOUT) -> Scenario
     shows the worlds the next model is judged on."""
     rng = random.Random(f"{namespace}:{name}:{seed}")
     renderer_seed = rng.randrange(2**32)
-    return build(
-        name,
-        rng,
-        "gamepad",
-        renderer_seed,
-        events_rng=random.Random(f"{namespace}:{name}:{seed}:events"),
-        light_rng=random.Random(f"{namespace}:{name}:{seed}:light"),
-        driver_rng=random.Random(f"{namespace}:{name}:{seed}:driver"),
+    streams = Streams(
+        events=random.Random(f"{namespace}:{name}:{seed}:events"),
+        light=random.Random(f"{namespace}:{name}:{seed}:light"),
+        driver=random.Random(f"{namespace}:{name}:{seed}:driver"),
     )
+    return build(name, rng, "gamepad", renderer_seed, streams)

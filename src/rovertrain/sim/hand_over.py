@@ -1,0 +1,162 @@
+"""The hand-over, one concept for every world: how a rollout starts before the controller under
+test drives, and the two controllers that take a start (`Copycat`, `PolicyDriver`).
+
+A `Start` is a value a world supplies for a rollout:
+
+- a rover world: the operator's opening command at t=0 (the first drive the seed's human
+  sends: `worlds.human_opening`), then the controller drives. A recording starts with a
+  person's command; a policy has never seen a drive without one.
+- CarRacing: its scripted driver drives the first 2 s (the car is moving when it is handed
+  over, as an operator hands over), then the controller.
+- `Start()`: from rest, nothing sent yet: the controller drives from t=0.
+
+While the lead drives, the controller watches: a policy ticks in the shadow on the frames (as
+a rover's loop ticks while a person drives, so it has its previous frame when it takes over)
+and observes every command sent. At the hand-over the opening, if any, goes out first (the
+rover executes it, the policy observes it); then the controller decides.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic
+
+import numpy as np
+
+from rovertrain.contracts.observation import BLIND_GREY
+from rovertrain.sim.drivers import (
+    KEEPALIVE_MS,
+    Camera,
+    Controller,
+    SentCommand,
+    StateT,
+    TickPolicy,
+    commands_from_decision,
+)
+from rovertrain.sim.render import HEIGHT, WIDTH
+
+
+@dataclass(frozen=True)
+class Start(Generic[StateT]):
+    """How one rollout starts (see the module docstring). `lead`: who drives before
+    `hand_over_ms` (None: nobody); `opening`: the command sent at the hand-over, before the
+    controller's first decision (None: none). A lead is a controller with its own state: a
+    start is made for one rollout."""
+
+    hand_over_ms: float = 0.0
+    lead: Controller[StateT] | None = None
+    opening: SentCommand | None = None
+
+
+AT_REST: Start[object] = Start()
+"""A start from rest: nothing sent yet."""
+
+
+class HandedOver(ABC, Generic[StateT]):
+    """A controller that takes the rover at its start's hand-over; `watch`, `observe` and
+    `drive` say what it does (`Copycat`, `PolicyDriver`)."""
+
+    name: str
+
+    def __init__(self, start: Start[StateT]):
+        self.start = start
+        self.opening = start.opening
+
+    def act(self, t_ms: float, camera: Camera, state: StateT) -> list[SentCommand]:
+        lead = self.start.lead
+        if lead is not None and t_ms < self.start.hand_over_ms:
+            self.watch(t_ms, camera)
+            sent = lead.act(t_ms, camera, state)
+            for command in sent:
+                self.observe(command)
+            return sent
+        handed: list[SentCommand] = []
+        if self.opening is not None:
+            handed, self.opening = [self.opening], None
+            self.observe(handed[0])
+        return handed + self.drive(t_ms, camera, handed)
+
+    def watch(self, t_ms: float, camera: Camera) -> None:
+        """A tick before the hand-over."""
+
+    def observe(self, command: SentCommand) -> None:
+        """A command sent before or at the hand-over (the lead's, the opening)."""
+
+    @abstractmethod
+    def drive(
+        self, t_ms: float, camera: Camera, handed: Sequence[SentCommand]
+    ) -> list[SentCommand]:
+        """A tick from the hand-over on; `handed`: the opening, sent at this tick."""
+
+
+class Copycat(HandedOver[StateT]):
+    """Repeats the last command sent every keepalive from the hand-over on: what a model that
+    copies the command history does when it drives itself. An opening counts as its first."""
+
+    name = "copycat"
+
+    def __init__(self, start: Start[StateT], keepalive_ms: float = KEEPALIVE_MS):
+        super().__init__(start)
+        self.keepalive_ms = keepalive_ms
+        self.last: SentCommand | None = None
+        self.next_at = 0.0
+
+    def observe(self, command: SentCommand) -> None:
+        self.last = command
+
+    def drive(
+        self, t_ms: float, camera: Camera, handed: Sequence[SentCommand]
+    ) -> list[SentCommand]:
+        if handed:
+            self.next_at = t_ms + self.keepalive_ms
+            return []
+        if t_ms < self.next_at or self.last is None:
+            return []
+        self.next_at = t_ms + self.keepalive_ms
+        self.last = SentCommand(t_ms, self.last.type, self.last.values)
+        return [self.last]
+
+
+class PolicyDriver(HandedOver[StateT]):
+    """A policy with the `RoverPolicy` interface, ticked every `tick_ms` with the camera frame
+    (a grey one of `frame_size` when blind); it sends what the decision's `send` says (the
+    event head's fires and the steering re-sends), and every command sent is fed back with
+    `observe_command`, exactly as on a rover."""
+
+    def __init__(
+        self,
+        policy: TickPolicy,
+        start: Start[StateT],
+        blind: bool = False,
+        frame_size: tuple[int, int] = (HEIGHT, WIDTH),
+    ):
+        super().__init__(start)
+        self.policy = policy
+        self.name = "blind" if blind else "policy"
+        self.grey = np.full((*frame_size, 3), BLIND_GREY, np.uint8) if blind else None
+        self.next_tick = 0.0
+        policy.reset()
+
+    def observe(self, command: SentCommand) -> None:
+        self.policy.observe_command(command.t, command.type, command.values)
+
+    def watch(self, t_ms: float, camera: Camera) -> None:
+        self.tick(t_ms, camera)  # in the shadow: nothing is sent
+
+    def tick(self, t_ms: float, camera: Camera) -> list[SentCommand] | None:
+        """What the policy decides at `t_ms`, or None between its ticks."""
+        if t_ms < self.next_tick:
+            return None
+        self.next_tick = t_ms + self.policy.tick_ms
+        decision = self.policy.tick(camera() if self.grey is None else self.grey, t_ms)
+        return commands_from_decision(t_ms, self.policy.schema, decision.send, decision.values)
+
+    def drive(
+        self, t_ms: float, camera: Camera, handed: Sequence[SentCommand]
+    ) -> list[SentCommand]:
+        sent = self.tick(t_ms, camera) or []
+        for command in sent:
+            self.observe(command)
+        return sent
