@@ -5,6 +5,7 @@ cloned synthetic sessions (the clones share their video files: hard links)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from rovertrain.data.window_store.manifest import manifest_path, read_manifest
 
 QUICK = {"passesPerJob": 1, "maxStepsPerJob": 2, "minimumSamples": 1, "maxSamples": 2000,
          "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
-         "probeMaxSeconds": 1, "batchSize": 8, "sessionsPerJob": 4, "heldOutSessions": 2,
+         "probeMaxSeconds": 0, "batchSize": 8, "sessionsPerJob": 4, "heldOutSessions": 2,
          "threads": 2}  # fmt: skip
 
 
@@ -58,9 +59,30 @@ def store_root(small_store: Path, tmp_path: Path) -> Path:
     return root
 
 
-def test_ingest_once_then_read_a_bounded_sample(store_root: Path) -> None:
-    first = run_job(store_root)
-    event = store_event(first)
+@pytest.fixture(scope="module")
+def first_job(small_store: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """The 20 sessions' first job, run once for the module: it decodes and stores every
+    session, the cost the tests that start from a stored root would each pay again."""
+    root = tmp_path_factory.mktemp("ingested") / "root"
+    shutil.copytree(small_store / "recordings", root / "recordings")
+    return root, run_job(root)
+
+
+@pytest.fixture
+def ingested_root(first_job: tuple[Path, Result], tmp_path: Path) -> Path:
+    """A private copy of the root after its first job: training/ copied, the recordings hard
+    links (the store knows a video by its inode, so a copied one would be new footage)."""
+    root = tmp_path / "root"
+    shutil.copytree(first_job[0] / "recordings", root / "recordings", copy_function=os.link)
+    shutil.copytree(first_job[0] / "training", root / "training")
+    return root
+
+
+def test_ingest_once_then_read_a_bounded_sample(
+    first_job: tuple[Path, Result], ingested_root: Path
+) -> None:
+    store_root = ingested_root
+    event = store_event(first_job[1])
     assert event["sessions"] == 20 and event["new"] == 20 and event["read"] == 20
     assert event["unread"] == 0 and not event["migrated"]
     assert len(read_manifest(store_root).rows) == 20
@@ -82,8 +104,8 @@ def test_ingest_once_then_read_a_bounded_sample(store_root: Path) -> None:
     assert read_manifest(store_root).generation == 3
 
 
-def test_a_root_written_before_the_manifest_is_migrated_once(store_root: Path) -> None:
-    run_job(store_root)
+def test_a_root_written_before_the_manifest_is_migrated_once(ingested_root: Path) -> None:
+    store_root = ingested_root  # after its first job
     manifest_path(store_root).unlink()  # what today's release leaves: entries, no manifest
     upgraded = run_job(store_root)
     event = store_event(upgraded)
@@ -93,8 +115,8 @@ def test_a_root_written_before_the_manifest_is_migrated_once(store_root: Path) -
     assert not store_event(after)["migrated"] and store_event(after)["new"] == 0
 
 
-def test_a_killed_migration_leaves_a_usable_root(store_root: Path) -> None:
-    run_job(store_root)
+def test_a_killed_migration_leaves_a_usable_root(ingested_root: Path) -> None:
+    store_root = ingested_root  # after its first job
     path = manifest_path(store_root)
     path.write_bytes(path.read_bytes()[:100])  # torn, as by a writer killed without rename
     (path.parent / f".{path.name}.12345.tmp").write_bytes(b"PAR1 half")
@@ -104,8 +126,8 @@ def test_a_killed_migration_leaves_a_usable_root(store_root: Path) -> None:
     assert not (path.parent / f".{path.name}.12345.tmp").exists()
 
 
-def test_the_budget_is_honoured_oldest_frames_first(store_root: Path) -> None:
-    run_job(store_root)
+def test_the_budget_is_honoured_oldest_frames_first(ingested_root: Path) -> None:
+    store_root = ingested_root  # after its first job
     tight = run_job(store_root, cacheMaxMegabytes=1)
     event = store_event(tight)
     assert event["droppedSessions"] > 0 and event["storedSessions"] == 20

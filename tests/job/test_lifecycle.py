@@ -153,7 +153,7 @@ def test_node_supervisor_classifies_outcomes(synth_copy: Path, tmp_path: Path) -
         )  # fmt: skip
         return json.loads(completed.stdout.decode().strip().splitlines()[-1])
 
-    done = supervise(write_job(synth_copy, **FAST))
+    done = supervise(write_job(synth_copy, **{**FAST, "maxStepsPerJob": 2}))  # the outcome
     assert done["outcome"] == "completed" and done["exitCode"] == 0
     long_job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 100000})
     stopped = supervise(
@@ -202,7 +202,7 @@ def stopped_children(pid: int) -> list[str] | None:
 
 
 def test_pause_during_decode_stops_the_decoder_children(synth_copy: Path) -> None:
-    job = write_job(synth_copy, **FAST)
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 2})  # the decode is what counts
     process = start_run(job, hooks={"slowFrameSeconds": 0.02})
     lines = read_until(process, "phase")
     until(lambda: len(child_states(process.pid)) >= 2, "decoder children started")

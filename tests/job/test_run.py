@@ -20,6 +20,8 @@ RESUME_FILE = f"resume-v{VERSION}.pt"  # the resume state of this policy version
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
         "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
         "probeMaxSeconds": 2, "batchSize": 16}  # fmt: skip
+# The jobs whose checks are not about the learning probe skip it (test_full_run_... checks it).
+UNPROBED = {**FAST, "probeMaxSeconds": 0}
 
 
 def checkpoints(root: Path) -> list[Path]:
@@ -81,7 +83,7 @@ def test_the_same_job_trains_the_same_weights(cli, synth_copy: Path, tmp_path: P
 
 
 def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Path) -> None:
-    job = write_job(synth_copy, **FAST)
+    job = write_job(synth_copy, **UNPROBED)
     first = cli("run", "--job", str(job))
     second = cli("run", "--job", str(job))
     assert first.last()["steps"] == 20 and second.last()["steps"] == 40
@@ -92,7 +94,11 @@ def test_resume_continues_the_step_count_and_uses_the_cache(cli, synth_copy: Pat
 def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path, tmp_path: Path) -> None:
     """A job resumes the saved weights only on the footage they were trained on; a training
     session the earlier jobs never read sends it back to the seed's initial weights."""
-    everything = json.loads(write_job(synth_copy, **FAST).read_text())
+    # Four jobs: a few steps each tell the initial weights from resumed ones.
+    steps = 5
+    everything = json.loads(
+        write_job(synth_copy, **{**UNPROBED, "maxStepsPerJob": steps}).read_text()
+    )
     training = [s for s in everything["sessions"] if not is_held_out(s)]
     earlier = [s for s in everything["sessions"] if s != training[-1]]
     first_job = synth_copy / "job-first.json"
@@ -108,7 +114,7 @@ def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path, tmp_
     diagnostics = [r.last()["diagnostics"] for r in runs]
     starts = [(d["startingWeights"], d["newFootageSessions"]) for d in diagnostics]
     assert starts[:3] == [("initial", len(training) - 1), ("initial: new footage", 1), ("resumed", 0)]  # fmt: skip
-    assert [r.last()["steps"] for r in runs[:3]] == [20, 40, 60]  # the counters carry over
+    assert [r.last()["steps"] for r in runs[:3]] == [steps, 2 * steps, 3 * steps]  # carried over
     # Before training, the second job's model scores what the initial weights score on the
     # same windows, and the resumed third job's does not.
     before = [d["trainingAudit"]["before"] for d in diagnostics]
@@ -116,7 +122,7 @@ def test_new_footage_starts_from_the_initial_weights(cli, synth_copy: Path, tmp_
 
 
 def test_same_seed_same_samples_and_schema(cli, synth_copy: Path) -> None:
-    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 1})
+    job = write_job(synth_copy, **{**UNPROBED, "maxStepsPerJob": 1})
     first = cli("run", "--job", str(job))
     (synth_copy / "training" / RESUME_FILE).unlink()
     second = cli("run", "--job", str(job))
@@ -164,7 +170,7 @@ def test_not_enough_data_completes_untrained(cli, synth_copy: Path) -> None:
 
 
 def test_decoder_crash_and_hang_skip_only_that_session(cli, synth_copy: Path) -> None:
-    job = json.loads(write_job(synth_copy, **{**FAST, "decodeTimeoutSeconds": 3}).read_text())
+    job = json.loads(write_job(synth_copy, **{**UNPROBED, "decodeTimeoutSeconds": 3}).read_text())
     crash, hang = job["sessions"][0], job["sessions"][1]
     path = synth_copy / "job-hooks.json"
     path.write_text(json.dumps(job))
@@ -206,7 +212,7 @@ def test_max_job_seconds_is_kept_including_publication(cli, synth_copy: Path) ->
 
 
 def test_rerun_with_the_same_job_id_keeps_both_logs(cli, synth_copy: Path) -> None:
-    job = json.loads(write_job(synth_copy, **{**FAST, "maxStepsPerJob": 1}).read_text())
+    job = json.loads(write_job(synth_copy, **{**UNPROBED, "maxStepsPerJob": 1}).read_text())
     job["jobId"] = "nightly"
     path = synth_copy / "job-named.json"
     path.write_text(json.dumps(job))

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from conftest import FAULTS, REPO, cli_env, parse_events, write_job
 
+# A publication is what is checked: batches of 16 and no learning probe (its 20 s default).
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,
-        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0}  # fmt: skip
+        "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0, "checkpointEverySteps": 0,
+        "probeMaxSeconds": 0, "batchSize": 16}  # fmt: skip
 
 WRAPPED = """
 import json, sys

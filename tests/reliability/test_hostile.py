@@ -197,7 +197,8 @@ def poison(root: Path, seed: int | None = None) -> tuple[str, str]:
 def test_one_hostile_session_among_good_ones(synth_copy: Path) -> None:
     """The job completes and trains on every other session (the laced one included)."""
     broken, laced = poison(synth_copy)
-    code, events, _ = Job(write_job(synth_copy, **FAST)).finish()
+    # What is checked is the reading; two steps show the job trained on what it read.
+    code, events, _ = Job(write_job(synth_copy, **{**FAST, "maxStepsPerJob": 2})).finish()
     last = events[-1]
     assert code == 0 and last["kind"] == "complete" and last["trained"], last
     skipped = {e["sessionId"]: e["code"] for e in events if e["kind"] == "skipped"}
