@@ -121,6 +121,12 @@ def synth_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cli("synth", "--out", str(root), "--sessions", "5", "--minutes", "0.4",
                      "--seed", "3")  # fmt: skip
     assert result.code == 0, result.stderr
+    # The suite runs two workers on two cores: each job gets one thread. Two threads per job
+    # oversubscribe the cores (OpenMP spin-waits): tests/job/test_run.py took 94 s with the
+    # default 2, 66 s with 1. Tests about threads set them (tests/reliability/test_faults.py).
+    job = json.loads((root / "job.json").read_text())
+    job["config"]["threads"] = 1
+    (root / "job.json").write_text(json.dumps(job))
     return root
 
 

@@ -80,7 +80,10 @@ def test_a_canary_is_promoted_once_it_drove_under_supervision(cli, synth_copy: P
     judged = fourth["publication"]["judgedCanary"]
     assert judged["model"] == canary_id and judged["verdict"] == "promoted", judged
     assert current_id(synth_copy) == canary_id
-    assert fourth["publication"]["canary"] is True and fourth["promote"] is False
+    assert fourth["publication"].get("canary") is True and fourth["promote"] is False, (
+        fourth["publication"],
+        fourth["evaluation"].get("gateReasons"),
+    )
     # `models` shows how each model drove, as the newest model.json that reports it says.
     listed = {e["id"]: e for e in cli("models", str(synth_copy)).of("model")}
     field_report = listed[canary_id]["field"]

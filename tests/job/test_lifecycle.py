@@ -202,8 +202,9 @@ def stopped_children(pid: int) -> list[str] | None:
 
 
 def test_pause_during_decode_stops_the_decoder_children(synth_copy: Path) -> None:
-    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 2})  # the decode is what counts
-    process = start_run(job, hooks={"slowFrameSeconds": 0.02})
+    # The decode is what counts: two decoder children (threads 2), slowed down enough to pause.
+    job = write_job(synth_copy, **{**FAST, "maxStepsPerJob": 2, "threads": 2})
+    process = start_run(job, hooks={"slowFrameSeconds": 0.01})
     lines = read_until(process, "phase")
     until(lambda: len(child_states(process.pid)) >= 2, "decoder children started")
     process.send_signal(signal.SIGTSTP)
@@ -255,7 +256,7 @@ def run_on_a_terminal(job: Path, hooks: dict) -> tuple[list[dict], str]:
 
 
 def test_decode_heartbeats_and_progress_show_each_active_session(synth_copy: Path) -> None:
-    job = write_job(synth_copy, **{**FAST, "heartbeatSeconds": 1})
+    job = write_job(synth_copy, **{**FAST, "heartbeatSeconds": 1, "threads": 2})  # two decoders
     events, screen = run_on_a_terminal(job, {"slowFrameSeconds": 0.01})
     beats = [e for e in events if e["kind"] == "heartbeat" and e["phase"] == "decode"]
     beats = [beat for beat in beats if beat.get("decoding")]
