@@ -120,7 +120,11 @@ def test_without_gymnasium_synth_says_which_extra_to_install(monkeypatch) -> Non
 
 
 @pytest.mark.filterwarnings("ignore:builtin type .* has no __module__:DeprecationWarning")
-def test_the_scripted_driver_makes_progress_on_the_track() -> None:
+@pytest.mark.parametrize(
+    ("driver", "tiles"),
+    [("continuous", 80), ("keyboard", 70)],  # the keyboard's gas key is 0.4: a slower start
+)
+def test_the_scripted_driver_makes_progress_on_the_track(driver: str, tiles: int) -> None:
     pytest.importorskip("gymnasium")
     pytest.importorskip("Box2D")
     from rovertrain.sim.carracing import drive_episode, make_env, track_seed
@@ -128,13 +132,15 @@ def test_the_scripted_driver_makes_progress_on_the_track() -> None:
     env = make_env(500)
     try:
         frames: list[tuple[int, ...]] = []
-        result = drive_episode(env, track_seed(0, 0), 500, lambda image: frames.append(image.shape))
+        result = drive_episode(
+            env, track_seed(0, 0), 500, lambda image: frames.append(image.shape), driver
+        )
     finally:
         env.close()
     assert result["frames"] == len(frames) == 501 and frames[0] == (96, 96, 3)
     assert result["ended"] == "time"
     # 10 s of driving: about 120 of the track's ~300 tiles; standing still scores -50.
-    assert result["tilesVisited"] > 80 and result["reward"] > 200
+    assert result["tilesVisited"] > tiles and result["reward"] > 200
 
 
 def test_synth_carracing_writes_sessions_that_inspect_accepts(cli, tmp_path: Path) -> None:

@@ -13,12 +13,12 @@ from sim_checkpoints import driving_checkpoint
 from rovertrain.deploy.rollout_media import BAR
 from rovertrain.sim.carracing import track_seed
 from rovertrain.sim.carracing_drive import (
-    HAND_OVER_MS,
     RaceTrace,
     executed_after,
     fresh_track,
     race_metrics,
 )
+from rovertrain.sim.choices import HAND_OVER_MS
 from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.race import RaceFigures, race_margin, race_summary
 from rovertrain.sim.teleop import STANDSTILL, Wish
@@ -101,9 +101,13 @@ def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
     result = cli("drive", str(carracing_checkpoint), "--world", "carracing", "--seconds", "4",
                  "--out", str(out))  # fmt: skip
     assert result.code == 0, result.stderr
-    rollouts = {event["controller"]: event for event in result.of("rollout")}
-    assert list(rollouts) == ["policy", "human", "copycat", "blind"]
-    for event in rollouts.values():
+    events = result.of("rollout")
+    assert [(e["controller"], e["start"]) for e in events] == [
+        ("policy", "handOver"), ("human", "rest"), ("copycat", "handOver"), ("blind", "handOver"),
+        ("policy", "rest"), ("copycat", "rest"), ("blind", "rest"),
+    ]  # fmt: skip
+    rollouts = {event["controller"]: event for event in events[:4]}
+    for event in events:
         assert event["world"] == "carracing" and event["seed"] == 0
         assert event["race"]["trackTiles"] > 100 and event["race"]["ended"] == "time"
     # The scripted driver hands a moving car over after 2 s; the policy then sends a drive
@@ -111,6 +115,9 @@ def test_drive_carracing_reports_the_race_for_the_policy_and_its_baselines(
     policy = rollouts["policy"]
     hand_over = rollouts["copycat"]["commandCounts"]["drive"] - 5  # 2 s of keepalives
     assert policy["commandCounts"]["drive"] == hand_over + int((4000 - HAND_OVER_MS) / 100)
+    # From rest the policy drives the parked car from the first step: a drive every tick.
+    assert events[4]["commandCounts"]["drive"] == 40
+    assert events[5]["commandCounts"] == {}  # the copycat has nothing to copy
     assert rollouts["human"]["race"]["tilesVisited"] > 10
     assert policy["distanceMetres"] > 0 and policy["movingFraction"] > 0.5
     summary = result.last()

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sim_checkpoints import driving_checkpoint
 
-from rovertrain.sim.worlds import human_opening
+from rovertrain.sim.rollout import run_controller
+from rovertrain.sim.worlds import rollout_scenario
 
 
 @pytest.fixture(scope="module")
@@ -22,29 +23,39 @@ def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_p
     result = cli("drive", str(checkpoint), "--seconds", "4", "--seeds", "2", "--out", str(out))
     assert result.code == 0, result.stderr
     rollouts = result.of("rollout")
-    assert [(e["controller"], e["seed"]) for e in rollouts] == [
-        (name, seed) for name in ("policy", "human", "copycat", "blind") for seed in (0, 1)
-    ]
-    policy = rollouts[0]
-    # The operator's opening command, then one drive per 100 ms tick.
-    assert policy["commandCounts"] == {"drive": 41} and policy["commandsPerSecond"] == 10.25
+    handed = [(name, "handOver", seed) for name in ("policy", "human", "copycat", "blind") for seed in (0, 1)]  # fmt: skip
+    parked = [(name, "rest", seed) for name in ("policy", "copycat", "blind") for seed in (0, 1)]
+    assert [(e["controller"], e["start"], e["seed"]) for e in rollouts] == [
+        (name, "rest" if name == "human" else start, seed) for name, start, seed in handed + parked
+    ]  # the human drives each seed once, from rest
+    policy, from_rest = rollouts[0], rollouts[8]
+    # Handed over: the person's first 2 s, then one drive per 100 ms tick; from rest, the ticks.
+    scenario = rollout_scenario("road", 0)
+    person = run_controller(scenario.world, scenario.human, 2.0).commands
+    assert policy["commandCounts"] == {"drive": len(person) + 20}
+    assert from_rest["commandCounts"] == {"drive": 40} and from_rest["commandsPerSecond"] == 10.0
     assert policy["distanceMetres"] > 0
     summary = result.last()
     assert summary["kind"] == "drove" and summary["world"] == "road"
+    assert summary["driver"] == "continuous"
     assert summary["model"]["engine"] == "torch" and summary["seeds"] == [0, 1]
     assert set(summary["margins"]) == {"human", "copycat", "blind"}
     assert set(summary["controllers"]) == {"policy", "human", "copycat", "blind"}
+    assert set(summary["starts"]) == {"handOver", "rest"}
+    assert summary["starts"]["handOver"]["controllers"] == summary["controllers"]
+    rest = summary["starts"]["rest"]["controllers"]
+    assert rest["human"] == summary["controllers"]["human"]  # one reference for both starts
+    assert rest["copycat"]["distanceMetres"] == 0.0  # from rest there is nothing to copy
     for name in ("rollout", "trajectory"):
         path = Path(summary["files"][name])
         assert path.is_file() and path.stat().st_size > 1000
-    # The policy's first rollout tick by tick: what it decided, where the rover was.
+    # The policy's first rollout (handed over) tick by tick: what it decided, where the rover was.
     ticks = [json.loads(line) for line in Path(summary["files"]["ticks"]).read_text().splitlines()]
     assert [row["t"] for row in ticks] == [100.0 * k for k in range(40)]
-    opening = human_opening("road", 0)  # the operator's, then the policy's first
-    assert len(ticks[0]["sent"]) == 2 and ticks[0]["sent"][0]["values"] == opening.values
-    assert all(row["moving"] for row in ticks) and ticks[-1]["s"] > ticks[0]["s"] > 0
+    assert all(row["sent"] == [] for row in ticks[:20])  # in the shadow while the person drove
+    assert all(row["moving"] for row in ticks[5:]) and ticks[-1]["s"] > ticks[0]["s"]
     assert abs(ticks[-1]["s"] - policy["distanceMetres"]) < 0.5
-    for row in ticks:
+    for row in ticks[20:]:
         mine = row["sent"][-1:]  # one drive per tick, as counted
         assert [item["type"] for item in mine] == ["drive"]
         assert mine[0]["values"] == row["values"]["drive"]
@@ -58,7 +69,7 @@ def test_drive_in_the_warehouse_without_baselines(cli, checkpoint: Path) -> None
     result = cli("drive", str(checkpoint), "--world", "warehouse", "--seconds", "3",
                  "--seed", "5", "--no-baselines")  # fmt: skip
     assert result.code == 0, result.stderr
-    assert result.kinds() == ["rollout", "drove"]
+    assert result.kinds() == ["rollout", "rollout", "drove"]  # handed over, from rest
     assert result.last()["margins"] == {} and result.last()["files"] == {}
     assert result.of("rollout")[0]["seed"] == 5
 

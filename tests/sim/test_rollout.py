@@ -3,12 +3,13 @@ policy is driven exactly as on a rover (its own commands fed back)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
 
+from rovertrain.sim.choices import DRIVERS, HAND_OVER, REST
 from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
 from rovertrain.sim.rollout import (
     RolloutRequest,
@@ -23,9 +24,13 @@ from rovertrain.sim.worlds import WORLDS, human_opening, rollout_scenario
 SEEDS = (0, 1, 2)
 
 
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
 @pytest.mark.parametrize("world", sorted(WORLDS))
-def test_the_human_model_stays_in_lane_and_stops_for_every_obstacle(world: str) -> None:
-    report = closed_loop_report(Rollouts(world, SEEDS, 90.0, controllers=("human",)))
+def test_the_human_model_stays_in_lane_and_stops_for_every_obstacle(
+    world: str, driver: str
+) -> None:
+    rollouts = Rollouts(world, SEEDS, 90.0, controllers=("human",), driver=driver)
+    report = closed_loop_report(rollouts)
     for row in report.rollouts:
         assert row.in_lane_fraction >= 0.95, row
         assert row.collided == 0 and row.passed == 0, row
@@ -127,21 +132,40 @@ def test_the_opening_is_the_first_drive_the_seeds_human_sends() -> None:
 
 
 def test_the_operator_hands_over_with_one_opening_command() -> None:
+    # `drive --supervised` opens its field rollouts with the person's first command.
     policy = ScriptedPolicy()
     scenario = rollout_scenario("road", 0)
     opening = human_opening("road", 0)
     trace = run_controller(scenario.world, PolicyDriver(policy, Start(opening=opening)), 0.3)
     assert policy.observed[0] == (0.0, "drive", opening.values)
     assert trace.commands[0] == opening and len(trace.commands) == 4  # opening + 3 ticks
-    # closed_loop_report hands over by default; without it the rover waits for the policy.
-    one = Rollouts("road", (0,), 0.3, lambda: policy, ("policy",))
-    report = closed_loop_report(one)
-    assert report.rollouts[0].command_counts == {"drive": 4}
-    bare = closed_loop_report(replace(one, hand_over=False))
-    assert bare.rollouts[0].command_counts == {"drive": 3}
     blind = ScriptedPolicy()
     run_controller(rollout_scenario("road", 0).world, PolicyDriver(blind, AT_REST, blind=True), 1.0)
     assert blind.frames == [0.0] * 10  # one grey level
+
+
+def test_a_drive_reports_every_start_and_the_human_drives_once_from_rest() -> None:
+    policy = ScriptedPolicy()
+    both = Rollouts("road", (0,), 3.0, lambda: policy, ("policy", "human"), (HAND_OVER, REST))
+    report = closed_loop_report(both)
+    assert [(r.controller, r.start) for r in report.rollouts] == [
+        ("policy", HAND_OVER),
+        ("human", REST),
+        ("policy", REST),
+    ]
+    handed, parked = report.rollouts[0], report.rollouts[2]
+    # Handed over: the person drove the first 2 s (their commands), then the policy ticks.
+    scenario = rollout_scenario("road", 0)
+    person = run_controller(scenario.world, scenario.human, 2.0).commands
+    assert person and handed.command_counts["drive"] == len(person) + 10
+    assert parked.command_counts == {"drive": 30}  # from rest: the policy's ticks alone
+    assert set(report.starts) == {HAND_OVER, REST}
+    assert report.summaries == report.starts[HAND_OVER].summaries  # the report's own: the first
+    for figures in report.starts.values():  # the human is both starts' reference
+        assert figures.summaries["human"] == report.starts[REST].summaries["human"]
+    fields = report.summary_fields()
+    assert set(fields["starts"]) == {"handOver", "rest"}
+    assert fields["controllers"] == fields["starts"]["handOver"]["controllers"]
 
 
 def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:

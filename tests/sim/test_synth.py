@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rovertrain.data.partition import is_held_out
+from rovertrain.sim.keyboard import REPEAT_MS
 from rovertrain.sim.synth import session_ids
 
 
@@ -158,3 +161,43 @@ def test_warehouse_recordings_load_with_the_horn_and_both_codecs(cli, tmp_path: 
     assert summary["sessions"] == 2 and summary["skipped"] == 0
     roles = {slot["type"]: slot["role"] for slot in summary["schema"]}
     assert roles == {"stop": "stop", "drive": "movement", "horn": "other"}
+
+
+@pytest.mark.parametrize(
+    ("world", "levels", "profile"),
+    [
+        ("warehouse", {"speed": {0.0, 0.5}, "turn": {-1.0, 0.0, 1.0}}, "keyboard-page"),
+        (
+            "carracing",
+            {"throttle": {-0.6, 0.0, 0.4}, "turn": {-0.6, 0.0, 0.6}},
+            "scripted-keyboard",
+        ),
+    ],
+)
+def test_the_keyboard_driver_records_the_pages_levels_only(
+    cli, tmp_path: Path, world: str, levels: dict[str, set[float]], profile: str
+) -> None:
+    if world == "carracing":
+        pytest.importorskip("Box2D")
+    root = tmp_path / "root"
+    args = ("--world", world, "--driver", "keyboard", "--sessions", "1", "--minutes", "0.5")
+    result = cli("synth", "--out", str(root), *args)
+    assert result.code == 0, result.stderr
+    assert result.last()["driver"] == "keyboard"
+    (folder,) = (root / "recordings").iterdir()
+    assert json.loads((folder / "session.json").read_text())["controlProfile"] == profile
+    lines = [json.loads(line) for line in (folder / "commands.ndjson").read_text().splitlines()]
+    drives = [line for line in lines if line["type"] == "drive"]
+    for name, allowed in levels.items():
+        sent = {line["values"][name] for line in drives}
+        assert sent <= allowed, (name, sent)
+    # The turn is tapped: the full turn goes out and comes back more than a few times.
+    turns = [line["values"]["turn"] for line in drives]
+    assert sum(a != b for a, b in itertools.pairwise(turns)) > 6
+    # A held key repeats: after a command with the gas held the next comes within the repeat.
+    held = [
+        b["t"] - a["t"]
+        for a, b in itertools.pairwise(lines)
+        if a["type"] == "drive" and (a["values"].get("speed") or a["values"].get("throttle"))
+    ]
+    assert held and max(held) <= REPEAT_MS + 30

@@ -20,6 +20,7 @@ from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 from rovertrain.sim import registry
+from rovertrain.sim.choices import CONTINUOUS, DRIVERS, driver_help
 from rovertrain.sim.world_protocol import SynthRequest
 
 DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
@@ -208,6 +209,13 @@ def validate_job(stream: EventStream, job_path: str, offline: bool) -> int:
     type=click.Choice(registry.world_names()),
     help=registry.world_help(),
 )
+@click.option(
+    "--driver",
+    default=CONTINUOUS,
+    show_default=True,
+    type=click.Choice(tuple(DRIVERS)),
+    help=f"Who records the sessions: {driver_help()}",
+)
 @events_body
 def synth(
     stream: EventStream,
@@ -217,9 +225,10 @@ def synth(
     seed: int,
     shuffle_commands: bool,
     world: str,
+    driver: str,
 ) -> int:
     """Write synthetic driving recordings and a ready job file."""
-    request = SynthRequest(out, sessions, minutes, seed, shuffle_commands)
+    request = SynthRequest(out, sessions, minutes, seed, shuffle_commands, driver)
     recorded = registry.lookup(world).synthesize(request)
     stream.emit("synthesized", **recorded)
     return ExitCode.COMPLETED
@@ -455,6 +464,13 @@ def replay(
     help="Also drive the human model, the copycat and the blind policy on the same seeds.",
 )
 @click.option(
+    "--driver",
+    default=CONTINUOUS,
+    show_default=True,
+    type=click.Choice(tuple(DRIVERS)),
+    help="Who drives the human baseline (the driver the recordings were made with).",
+)
+@click.option(
     "--supervised",
     is_flag=True,
     help="Drive fresh (field) worlds while the human model watches and takes over outside "
@@ -474,6 +490,7 @@ def drive(
     seed_count: int | None,
     out: str | None,
     baselines: bool,
+    driver: str,
     supervised: bool,
     record: str | None,
 ) -> None:
@@ -487,7 +504,9 @@ def drive(
         raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
-    _drive(checkpoint, world, seconds, seeds, out, baselines, supervised, record)
+    if supervised and driver != CONTINUOUS:
+        raise click.UsageError("--supervised: the supervisor takes over with a gamepad")
+    _drive(checkpoint, world, seconds, seeds, out, baselines, driver, supervised, record)
 
 
 @events_body
@@ -499,6 +518,7 @@ def _drive(
     seeds: list[int],
     out: str | None,
     baselines: bool,
+    driver: str,
     supervised: bool,
     record: str | None,
 ) -> int:
@@ -510,7 +530,7 @@ def _drive(
         from rovertrain.deploy.supervised_drive import drive_supervised
 
         return drive_supervised(checkpoint, world, length, seeds, record, stream)
-    return drive_policy(checkpoint, world, length, seeds, out, baselines, stream)
+    return drive_policy(checkpoint, world, length, seeds, out, baselines, driver, stream)
 
 
 @cli.command()

@@ -122,12 +122,25 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
 
 
 def drive_lines(event: dict[str, Any]) -> list[str]:
-    """The `drove` summary in words: the policy next to each baseline."""
+    """The `drove` summary in words: the policy next to each baseline, per start."""
     lines = [
         f"closed loop on world {event['world']}, seeds {', '.join(map(str, event['seeds']))}, "
         f"{event['seconds']:.0f} s each:"
     ]
-    for name, row in event["controllers"].items():
+    starts = event.get("starts") or {}
+    if len(starts) < 2:
+        starts = {"": event}
+    for start, figures in starts.items():
+        if start:
+            lines.append(f" from {'rest' if start == 'rest' else 'a hand-over'} ({start}):")
+        lines.extend(controller_lines(figures))
+    return lines
+
+
+def controller_lines(figures: dict[str, Any]) -> list[str]:
+    """One start's controllers and the policy's margins over the baselines, in words."""
+    lines = []
+    for name, row in figures["controllers"].items():
         obstacles = row["obstacles"]
         rate = obstacles["stopRate"]
         lines.append(
@@ -140,7 +153,7 @@ def drive_lines(event: dict[str, Any]) -> list[str]:
         )
         if "field" in row:
             lines.append("  " + FieldFigures.of_event(row["field"]).words())
-    for name, gap in event["margins"].items():
+    for name, gap in figures["margins"].items():
         stops = gap["stopRate"]
         lines.append(
             f"  policy vs {name}: in lane {gap['inLaneFraction']:+.1%}"

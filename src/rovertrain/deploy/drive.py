@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.deploy.tick_log import TICKS_FILE, DecisionLog, tick_rows, write_ticks
 from rovertrain.protocol.events import EventStream
+from rovertrain.sim.choices import REST, STARTS
 from rovertrain.sim.registry import lookup
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -27,6 +28,9 @@ from rovertrain.sim.rollout import (
     RolloutTrace,
 )
 from rovertrain.sim.world_protocol import DriveRequest
+
+FILMED_START = next(iter(STARTS))
+"""--out films the policy's rollout from the first start (the hand-over)."""
 
 if TYPE_CHECKING:
     from rovertrain.deploy.rollout_media import RolloutVideo
@@ -61,7 +65,10 @@ class DriveMedia:
         return self.video_sink
 
     def rollout_done(self, metrics: AnyRollout, trace: RolloutTrace) -> None:
-        if metrics.seed != self.first_seed:
+        """Keeps the first seed's rollouts from the first start (and the human's)."""
+        if metrics.seed != self.first_seed or metrics.start not in (FILMED_START, REST):
+            return
+        if metrics.start == REST and metrics.controller != "human":
             return
         if metrics.controller == "policy":
             self.close()
@@ -98,7 +105,7 @@ def rollout_line(metrics: AnyRollout) -> str:
     """One rollout in words (stderr)."""
     stop = metrics.stop_rate
     return (
-        f"{metrics.controller:>8} seed {metrics.seed}: in lane {metrics.in_lane_fraction:6.1%}"
+        f"{metrics.controller:>8} seed {metrics.seed} {metrics.start:>8}: in lane {metrics.in_lane_fraction:6.1%}"
         f", |offset| {metrics.mean_abs_offset:.2f}, obstacles {metrics.obstacles_met} met "
         f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
         + ("" if stop is None else f" ({stop:.0%})")
@@ -108,14 +115,17 @@ def rollout_line(metrics: AnyRollout) -> str:
 
 
 def margins_line(report: AnyReport) -> str:
-    """The policy against each baseline in words (stderr)."""
-    policy = report.summaries["policy"]
-    line = f"policy: in lane {policy.in_lane_fraction:.1%}" + policy.own.words()
-    for name, gap in report.margins.items():
-        line += f"; vs {name} {gap.in_lane_fraction:+.1%}" + gap.own.words()
-        if gap.stop_rate is not None:
-            line += f" (stops {gap.stop_rate:+.0%})"
-    return line
+    """The policy against each baseline in words (stderr), a line per start."""
+    lines = []
+    for start, figures in report.starts.items():
+        policy = figures.summaries["policy"]
+        line = f"policy ({start}): in lane {policy.in_lane_fraction:.1%}" + policy.own.words()
+        for name, gap in figures.margins.items():
+            line += f"; vs {name} {gap.in_lane_fraction:+.1%}" + gap.own.words()
+            if gap.stop_rate is not None:
+                line += f" (stops {gap.stop_rate:+.0%})"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def drive_policy(
@@ -125,6 +135,7 @@ def drive_policy(
     seeds: Sequence[int],
     out: str | None,
     baselines: bool,
+    driver: str,
     stream: EventStream,
 ) -> int:
     from rovertrain.deploy.replay import load_policy
@@ -149,7 +160,13 @@ def drive_policy(
         console_line(rollout_line(metrics))
 
     request = DriveRequest(
-        log if log is not None else loaded.policy, seeds, seconds, controllers, on_rollout
+        log if log is not None else loaded.policy,
+        seeds,
+        seconds,
+        controllers,
+        on_rollout,
+        driver,
+        tuple(STARTS),
     )
     try:
         outcome = simulated_world.drive(request, media)
@@ -162,6 +179,7 @@ def drive_policy(
     elapsed = time.monotonic() - started
     stream.emit(
         "drove",
+        driver=driver,
         model=loaded.model_fields(),
         files=files,
         elapsedSeconds=round(elapsed, 3),

@@ -14,17 +14,19 @@ ends (a lap completed, or the car left the playfield).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, cast
 
 import numpy as np
 
 from rovertrain.contracts.errors import require_packages
 from rovertrain.data.recording import CommandLine
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
 from rovertrain.sim.recorder import (
     H264,
     SessionFiles,
@@ -33,7 +35,7 @@ from rovertrain.sim.recorder import (
     prefixed_session_ids,
     record_dataset,
 )
-from rovertrain.sim.teleop import CarPose, Lapses, TeleopLink, TrackFollower, car_action
+from rovertrain.sim.teleop import LINKS, CarPose, Lapses, TrackFollower, car_action
 from rovertrain.sim.world_protocol import SynthRequest
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ ENV_ID = "CarRacing-v3"
 FPS = 50
 SIZE = 96  # CarRacing's observation: 96x96 RGB
 ROVER_ID = "carracing"
-PROFILE = "scripted-teleop"
+PROFILES = {CONTINUOUS: "scripted-teleop", KEYBOARD: "scripted-keyboard"}
 ROLES = {"drive": "movement"}
 
 
@@ -92,6 +94,7 @@ class DrivenDataset(TypedDict):
     sessions: list[DrivenSession]
     heldOut: list[str]
     world: str
+    driver: NotRequired[str]
 
 
 class EpisodeResult(TypedDict):
@@ -147,13 +150,15 @@ def drive_episode(
     seed: int,
     steps: int,
     on_frame: Callable[[np.ndarray], None],
+    driver: str = CONTINUOUS,
 ) -> EpisodeResult:
     """The scripted teleop driver drives track `seed` for at most `steps` steps; `on_frame`
     gets every observation (the reset one first); returns the command log and the outcome. The
-    driver lapses now and then (`teleop.Lapses`), as a person does."""
+    driver lapses now and then (`teleop.Lapses`), as a person does, and sends through the
+    page of `driver` (`teleop.LINKS`)."""
     observation, _ = env.reset(seed=seed)
     state = state_of(env)
-    follower, link, lapses = follower_for(state), TeleopLink(), Lapses(seed)
+    follower, link, lapses = follower_for(state), LINKS[driver](), Lapses(seed)
     on_frame(observation)
     commands: list[CommandLine] = []
     frames, reward, ended = 1, 0.0, "time"
@@ -181,24 +186,24 @@ def drive_episode(
     }
 
 
-def record_episode(video_path: Path, seed: int, steps: int) -> EpisodeResult:
+def record_episode(video_path: Path, seed: int, steps: int, driver: str) -> EpisodeResult:
     """Drive track `seed` and write its observations as an H.264 MP4 at 50 fps."""
     env = make_env(steps)
     try:
         with VideoRecorder(video_path, H264, SIZE, SIZE, FPS) as recorder:
-            return drive_episode(env, seed, steps, recorder.add)
+            return drive_episode(env, seed, steps, recorder.add, driver)
     finally:
         env.close()
 
 
-def write_session(task: SessionTask) -> DrivenSession:
+def write_session(task: SessionTask, driver: str = CONTINUOUS) -> DrivenSession:
     """Session `task`: the scripted driver on its track, recorded."""
     session_id, directory = task.session_id, task.directory
     directory.mkdir(parents=True, exist_ok=True)
     track = track_seed(task.seed, task.index)
     steps = max(1, round(task.minutes * 60 * FPS))
-    result = record_episode(directory / H264.file, track, steps)
-    SessionFiles(session_id, ROVER_ID, PROFILE, H264.file, 0, ROLES).write(
+    result = record_episode(directory / H264.file, track, steps, driver)
+    SessionFiles(session_id, ROVER_ID, PROFILES[driver], H264.file, 0, ROLES).write(
         directory, result["commands"]
     )
     return {
@@ -220,13 +225,15 @@ def write_dataset(request: SynthRequest, workers: int = 2) -> DrivenDataset:
     """The request's CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
     require_sim_packages()
     ids = prefixed_session_ids(request.sessions, request.seed, WORLD)
-    recorded = record_dataset(
-        request.out, ids, request.seed, request.minutes, write_session, workers
-    )
-    return {
+    write = functools.partial(write_session, driver=request.driver)
+    recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
+    result: DrivenDataset = {
         "root": str(recorded.root),
         "job": str(recorded.job),
         "sessions": recorded.sessions,
         "heldOut": recorded.held_out,
         "world": WORLD,
     }
+    if request.driver != CONTINUOUS:
+        result["driver"] = request.driver
+    return result

@@ -6,9 +6,10 @@ The loop is the rover's: the environment steps at 50 fps and the car executes th
 every 100 ms through `rovertrain.runtime` with the newest observation; what it sends
 (`decision.send`) goes to the car and back into the policy with `observe_command`.
 
-The world's start (`sim.hand_over.Start`): the scripted driver drives the first `HAND_OVER_MS`
-(the car is moving when the policy takes it, as an operator hands over); the policy ticks in
-the shadow and observes those commands, then drives alone. The copycat repeats the hand-over's
+The starts (`sim.hand_over.STARTS`): handed over, the scripted driver drives the first
+`HAND_OVER_MS` (the car is moving when the policy takes it, as an operator hands over; the
+policy ticks in the shadow and observes those commands, then drives alone); from rest, the
+policy drives the parked car from the first step. The copycat repeats the hand-over's
 last command every keepalive. The scripted driver drives the whole rollout as the baseline. Tracks are drawn from `--seed` values never used by
 `synth --world carracing` (`fresh_track`), so the policy has not seen them.
 
@@ -28,8 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, REST
 from rovertrain.sim.drivers import Camera, Controller, SentCommand, TickPolicy
-from rovertrain.sim.hand_over import Copycat, PolicyDriver, Start
+from rovertrain.sim.hand_over import Copycat, PolicyDriver, start_named
 from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -44,10 +46,10 @@ from rovertrain.sim.rollout import (
 from rovertrain.sim.teleop import (
     DRIVE,
     KEEPALIVE_MS,
+    LINKS,
     STANDSTILL,
     TRACK_HALF_WIDTH,
     CarPose,
-    TeleopLink,
     TrackFollower,
     Wish,
     car_action,
@@ -56,7 +58,6 @@ from rovertrain.sim.teleop import (
 if TYPE_CHECKING:
     import gymnasium
 
-HAND_OVER_MS = 2000.0
 STEP_MS = 1000.0 / FPS
 MOVING_SPEED = 1.0  # world units per second
 FRAMES_PER_TICK = 5  # environment steps per 100 ms
@@ -77,8 +78,8 @@ class ScriptedDriver:
 
     name = "human"
 
-    def __init__(self, follower: TrackFollower):
-        self.follower, self.link = follower, TeleopLink()
+    def __init__(self, follower: TrackFollower, driver: str = CONTINUOUS):
+        self.follower, self.link = follower, LINKS[driver]()
 
     def act(self, t_ms: float, camera: Camera, pose: CarPose) -> list[SentCommand]:
         sent = self.link.offer(t_ms, self.follower.wish(pose))
@@ -159,7 +160,9 @@ def race(
     return trace
 
 
-def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
+def race_metrics(
+    trace: RaceTrace, seed: int, start: str = HAND_OVER
+) -> RolloutMetrics[RaceFigures]:
     """A rollout's figures (pure): the lane figures over the steps driven, the race's own."""
     offsets = np.asarray(trace.offsets, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(offsets, STEP_MS)
@@ -184,26 +187,31 @@ def race_metrics(trace: RaceTrace, seed: int) -> RolloutMetrics[RaceFigures]:
         bystanders_met=0,
         bystanders_warned=0,
         own=RaceFigures(trace.reward, trace.tiles_visited, trace.track_tiles, trace.ended),
+        start=start,
     )
 
 
 def controller_maker(
-    name: str, policy_factory: Callable[[], TickPolicy] | None
+    name: str,
+    policy_factory: Callable[[], TickPolicy] | None,
+    driver: str = CONTINUOUS,
+    start: str = HAND_OVER,
 ) -> Callable[[TrackFollower], Controller[CarPose]]:
-    """The scripted driver, or the copycat or a policy driver handed the car by it after
-    `HAND_OVER_MS` (the world's start)."""
+    """The scripted driver (at the page of `driver`), or the copycat or a policy driver that
+    takes the car at `start` (`hand_over.STARTS`: handed over by the scripted driver after
+    `HAND_OVER_MS`, or from rest)."""
 
     def make(follower: TrackFollower) -> Controller[CarPose]:
         if name == "human":
-            return ScriptedDriver(follower)
-        start = Start(HAND_OVER_MS, lead=ScriptedDriver(follower))
+            return ScriptedDriver(follower, driver)
+        taken = start_named(start, ScriptedDriver(follower, driver))
         if name == "copycat":
-            return Copycat(start, KEEPALIVE_MS)
+            return Copycat(taken, KEEPALIVE_MS)
         if name in ("policy", "blind"):
             if policy_factory is None:
                 raise ValueError(f"controller {name!r} needs a policy")
             blind = name == "blind"
-            return PolicyDriver(policy_factory(), start, blind, frame_size=(SIZE, SIZE))
+            return PolicyDriver(policy_factory(), taken, blind, frame_size=(SIZE, SIZE))
         raise ValueError(f"unknown controller {name!r}")
 
     return make
@@ -217,23 +225,33 @@ def carracing_report(
     controllers: Sequence[str] | None = None,
     on_rollout: Callable[[RolloutMetrics[RaceFigures], RaceTrace], None] | None = None,
     video: Callable[[int], FrameSink | None] | None = None,
+    driver: str = CONTINUOUS,
+    starts: Sequence[str] = (HAND_OVER,),
 ) -> RaceReport:
-    """The policy and its baselines on the fresh tracks of `seeds` (see the module docstring).
-    `video(seed)` may return a frame sink for the policy's rollout on that seed."""
+    """The policy and its baselines on the fresh tracks of `seeds` from every start (see the
+    module docstring; the scripted driver drives each track once, from rest). `video(seed)`
+    may return a frame sink for the policy's first rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
     env = make_env(round(seconds * FPS) + 1)
     rows: list[RolloutMetrics[RaceFigures]] = []
+    filmed: set[int] = set()
     try:
-        for name in controllers:
-            make = controller_maker(name, policy_factory)
-            for seed in seeds:
-                sink = video(seed) if video is not None and name == "policy" else None
-                trace = race(env, fresh_track(seed), make, seconds, sink)
-                metrics = race_metrics(trace, seed)
-                rows.append(metrics)
-                if on_rollout is not None:
-                    on_rollout(metrics, trace)
+        for index, start in enumerate(starts):
+            for name in controllers:
+                if name == "human" and index > 0:
+                    continue
+                make = controller_maker(name, policy_factory, driver, start)
+                for seed in seeds:
+                    sink = None
+                    if video is not None and name == "policy" and seed not in filmed:
+                        filmed.add(seed)
+                        sink = video(seed)
+                    trace = race(env, fresh_track(seed), make, seconds, sink)
+                    metrics = race_metrics(trace, seed, REST if name == "human" else start)
+                    rows.append(metrics)
+                    if on_rollout is not None:
+                        on_rollout(metrics, trace)
     finally:
         env.close()
     return report_of(WORLD, seeds, seconds, controllers, rows, RACE)

@@ -43,7 +43,7 @@ class CarRacingWorld:
     def check_policy(self, schema: Sequence[Slot], seconds: float) -> None:
         """A policy that can drive the car (a movement-role `drive` with `turn` and `throttle`,
         as `synth --world carracing` records), for longer than the hand-over."""
-        from rovertrain.sim.carracing_drive import HAND_OVER_MS
+        from rovertrain.sim.choices import HAND_OVER_MS
 
         drive = next((slot for slot in schema if slot["type"] == "drive"), None)
         if (
@@ -91,6 +91,8 @@ class CarRacingWorld:
             controllers=request.controllers,
             on_rollout=on_race,
             video=lambda seed: film.video(seed, roles, VIDEO_SCALE),
+            driver=request.driver,
+            starts=request.starts,
         )
         return DriveOutcome(report, sum(driven))
 

@@ -23,10 +23,13 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import HUMAN, POLICY, Schema, Slot
 from rovertrain.data.recording import CommandLine
+from rovertrain.sim.keyboard import KeyboardPage, Keys
 from rovertrain.sim.world import World
 
 Camera = Callable[[], np.ndarray]
 KEEPALIVE_MS = 500
+KEYBOARD_PAGE = "keyboard-page"
+"""The `controlProfile` of a session the keyboard driver recorded (`keyboard_page`)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class DriverStyle:
     cruise: float = 0.75
     slow_in_bends: float = 0.3
     keyboard_speed: float = 0.6
+    key_turn: float = 1.0  # a keyboard page's left/right level: a full turn
     idle_every_ms: tuple[float, float] = (40_000.0, 70_000.0)
     idle_for_ms: tuple[float, float] = (3_000.0, 6_000.0)
     warn_type: str | None = None
@@ -96,8 +100,10 @@ class HumanDriver:
         first_idle_ms: float,
         keepalive_ms: float,
         style: DriverStyle,
+        page: KeyboardPage | None = None,
     ):
         self.rng, self.profile, self.style = rng, profile, style
+        self.page = page  # a keyboard page (`keyboard_page`); None: a gamepad's sticks
         self.reaction_ms = reaction_ms
         self.next_idle = first_idle_ms
         self.keepalive = keepalive_ms
@@ -131,6 +137,8 @@ class HumanDriver:
         self.stopped_for_obstacle = False
         self.idle_until = -math.inf
         self.next_idle = math.inf
+        if self.page is not None:
+            self.page.sent = None
 
     def act(self, t_ms: float, camera: Camera, world: World) -> list[SentCommand]:
         t, rng, style = t_ms, self.rng, self.style
@@ -147,6 +155,8 @@ class HumanDriver:
             send("drive", {"speed": 0.0, "turn": 0.0})
             self.sent_speed, self.sent_turn, self.moving = 0.0, 0.0, False
             self.last_drive = t
+            if self.page is not None:
+                self.page.release(t)
         if style.warn_type is not None:
             for bystander in world.bystanders:
                 ahead = bystander.at - seen_s
@@ -154,7 +164,10 @@ class HumanDriver:
                     self.warned.add(bystander.at)
                     send(style.warn_type)
         if blocked:
-            if not self.stopped_for_obstacle or t - self.last_stop >= self.keepalive:
+            repeat_ms = self.keepalive if self.page is None else self.page.repeat_ms
+            if not self.stopped_for_obstacle or t - self.last_stop >= repeat_ms:
+                if self.page is not None and not self.stopped_for_obstacle:
+                    self.page.release(t)  # the arrows let go, the stop key held
                 send("stop")
                 self.last_stop = t
                 self.stopped_for_obstacle = True
@@ -169,6 +182,9 @@ class HumanDriver:
                 + rng.gauss(0, style.steer_noise)
             )
             speed = style.cruise - style.slow_in_bends * abs(bend)
+            if self.page is not None:
+                self.press_keys(t, turn, send)
+                return sent
             if self.profile == "keyboard":
                 # Arrow keys: half or full turn; a key changes only on a clear need.
                 if abs(turn - self.sent_turn) > 0.4:
@@ -185,6 +201,25 @@ class HumanDriver:
                 self.last_drive = t
                 self.keepalive = KEEPALIVE_MS + rng.uniform(-10, 10)
         return sent
+
+    def press_keys(self, t: float, turn: float, send: Callable[..., None]) -> None:
+        """A keyboard page: the arrow up held, left or right tapped to follow the turn."""
+        assert self.page is not None
+        values = self.page.offer(t, {"speed": self.style.keyboard_speed, "turn": turn})
+        if values is None:
+            return
+        send("drive", values)
+        self.sent_speed, self.sent_turn = values["speed"], values["turn"]
+        self.moving = values["speed"] != 0.0
+        self.last_drive = t
+
+
+def keyboard_page(style: DriverStyle) -> KeyboardPage:
+    """A rover's keyboard page: arrow up sends the cruise speed (released: stand), left and
+    right a fixed turn (released: straight); space sends `stop`."""
+    return KeyboardPage(
+        {"speed": Keys((style.keyboard_speed,)), "turn": Keys((-style.key_turn, style.key_turn))}
+    )
 
 
 class TickDecision(Protocol):

@@ -1,19 +1,21 @@
 """The hand-over, one concept for every world: how a rollout starts before the controller under
 test drives, and the two controllers that take a start (`Copycat`, `PolicyDriver`).
 
-A `Start` is a value a world supplies for a rollout:
+`drive` reports every controller from each of the `STARTS` (named in `sim.world_protocol`),
+the same for every world:
 
-- a rover world: the operator's opening command at t=0 (the first drive the seed's human
-  sends: `worlds.human_opening`), then the controller drives. A recording starts with a
-  person's command; a policy has never seen a drive without one.
-- CarRacing: its scripted driver drives the first 2 s (the car is moving when it is handed
-  over, as an operator hands over), then the controller.
-- `Start()`: from rest, nothing sent yet: the controller drives from t=0.
+- `handOver`: the world's person (the human model, CarRacing's scripted driver) drives the
+  first `HAND_OVER_MS`, then hands the moving rover over, as an operator engages a policy
+  while driving.
+- `rest`: the rover parked, the policy engaged, nothing sent yet: the controller drives from
+  t=0. A policy that only ever saw a moving rover must still get going.
 
-While the lead drives, the controller watches: a policy ticks in the shadow on the frames (as
-a rover's loop ticks while a person drives, so it has its previous frame when it takes over)
-and observes every command sent. At the hand-over the opening, if any, goes out first (the
-rover executes it, the policy observes it); then the controller decides.
+A `Start` is the value: who leads until when, and an opening command sent at the hand-over
+(`drive --supervised` opens its field rollouts with the person's first command). While the
+lead drives, the controller watches: a policy ticks in the shadow on the frames (as a rover's
+loop ticks while a person drives, so it has its previous frame when it takes over) and
+observes every command sent. At the hand-over the opening, if any, goes out first (the rover
+executes it, the policy observes it); then the controller decides.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Generic
 import numpy as np
 
 from rovertrain.contracts.observation import BLIND_GREY
+from rovertrain.sim.choices import HAND_OVER, HAND_OVER_MS, STARTS
 from rovertrain.sim.drivers import (
     KEEPALIVE_MS,
     Camera,
@@ -52,6 +55,14 @@ class Start(Generic[StateT]):
 
 AT_REST: Start[object] = Start()
 """A start from rest: nothing sent yet."""
+
+
+def start_named(name: str, person: Controller[StateT]) -> Start[StateT]:
+    """Start `name` (`STARTS`) of a rollout whose person is `person` (a fresh controller that
+    drives this rollout's world)."""
+    if name not in STARTS:
+        raise ValueError(f"unknown start {name!r}; known: {', '.join(STARTS)}")
+    return Start(HAND_OVER_MS, lead=person) if name == HAND_OVER else Start()
 
 
 class HandedOver(ABC, Generic[StateT]):

@@ -21,10 +21,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, REST, STARTS
 from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
-from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
+from rovertrain.sim.hand_over import Copycat, PolicyDriver, Start, start_named
 from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
-from rovertrain.sim.worlds import human_opening, rollout_scenario
+from rovertrain.sim.worlds import rollout_scenario
 
 BASELINES = ("human", "copycat", "blind")
 FRAME_MS = 100
@@ -203,11 +204,13 @@ class RolloutMetrics(DrivingFigures, Generic[RowT]):
     bystanders_met: int
     bystanders_warned: int
     own: RowT  # the world's own figures
+    start: str = HAND_OVER  # how the controller got the rover (`hand_over.STARTS`)
 
     def event_fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
             "controller": self.controller,
             "seed": self.seed,
+            "start": self.start,
             "seconds": self.seconds,
             **self.driving_fields(),
             "commandCounts": self.command_counts,
@@ -264,7 +267,9 @@ def command_counts(commands: Sequence[SentCommand]) -> dict[str, int]:
     return counts
 
 
-def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics[NoOwnFigures]:
+def rollout_metrics(
+    trace: RolloutTrace, seed: int, start: str = HAND_OVER
+) -> RolloutMetrics[NoOwnFigures]:
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
@@ -287,6 +292,7 @@ def rollout_metrics(trace: RolloutTrace, seed: int) -> RolloutMetrics[NoOwnFigur
         bystanders_met=trace.bystanders_met,
         bystanders_warned=trace.bystanders_warned,
         own=NO_FIGURES,
+        start=start,
     )
 
 
@@ -368,8 +374,25 @@ def margin(
 
 
 @dataclass(frozen=True)
+class StartFigures(Generic[PoolT, GapT]):
+    """One start's figures: each controller pooled, the policy's margin over each other."""
+
+    summaries: Mapping[str, ControllerSummary[PoolT]]
+    margins: Mapping[str, Margin[GapT]]  # baseline name -> the policy's margin over it
+
+    def event_fields(self) -> dict[str, object]:
+        return {
+            "controllers": {
+                name: summary.event_fields() for name, summary in self.summaries.items()
+            },
+            "margins": {name: m.event_fields() for name, m in self.margins.items()},
+        }
+
+
+@dataclass(frozen=True)
 class ClosedLoopReport(Generic[RowT, PoolT, GapT]):
-    """The rollouts of a drive, each controller's pooled figures, the policy's margins."""
+    """The rollouts of a drive, each controller's pooled figures, the policy's margins: per
+    start (`starts`), and the first start's as the report's own (`summaries`, `margins`)."""
 
     world: str
     seeds: tuple[int, ...]
@@ -377,16 +400,16 @@ class ClosedLoopReport(Generic[RowT, PoolT, GapT]):
     rollouts: tuple[RolloutMetrics[RowT], ...]
     summaries: Mapping[str, ControllerSummary[PoolT]]
     margins: Mapping[str, Margin[GapT]]  # baseline name -> the policy's margin over it
+    starts: Mapping[str, StartFigures[PoolT, GapT]]
 
     def summary_fields(self) -> dict[str, object]:
+        first = StartFigures(self.summaries, self.margins)
         return {
             "world": self.world,
             "seeds": list(self.seeds),
             "seconds": self.seconds,
-            "controllers": {
-                name: summary.event_fields() for name, summary in self.summaries.items()
-            },
-            "margins": {name: m.event_fields() for name, m in self.margins.items()},
+            **first.event_fields(),
+            "starts": {name: figures.event_fields() for name, figures in self.starts.items()},
         }
 
 
@@ -407,66 +430,74 @@ def make_controller(
     raise ValueError(f"unknown controller {name!r}")
 
 
-def rover_start(world_name: str, seed: int, hand_over: bool) -> Start[World]:
-    """A rover world's start: the operator's opening command (the seed's human's first
-    drive), or from rest."""
-    return Start(opening=human_opening(world_name, seed)) if hand_over else AT_REST
-
-
 @dataclass(frozen=True)
 class RolloutRequest:
-    """One rollout on a rover world: `controller` on world seed `seed` for `seconds`.
+    """One rollout on a rover world: `controller` on world seed `seed` for `seconds`, taking
+    the rover at `start` (`hand_over.STARTS`; the human drives from rest whatever the start).
     `policy` makes the policy a policy driver drives (called once per rollout; a cached policy
-    is fine: the driver resets it). `hand_over`: the world's start, the operator's opening
-    command first (see `rover_start`); False: from rest."""
+    is fine: the driver resets it). `driver`: who the human is (`world_protocol.DRIVERS`)."""
 
     world: str
     seed: int
     seconds: float
     controller: str
     policy: Callable[[], TickPolicy] | None = None
-    hand_over: bool = True
+    start: str = HAND_OVER
+    driver: str = CONTINUOUS
 
 
 def rollout(
     request: RolloutRequest, on_frame: FrameSink | None = None
 ) -> tuple[RolloutMetrics[NoOwnFigures], RolloutTrace]:
-    """One controller on its world seed (the human model is the scenario's own driver)."""
-    scenario = rollout_scenario(request.world, request.seed)
+    """One controller on its world seed (the human model is the scenario's own driver, and the
+    person who hands the rover over)."""
+    scenario = rollout_scenario(request.world, request.seed, driver=request.driver)
+    human = request.controller == "human"
     controller: Controller[World] = (
         scenario.human
-        if request.controller == "human"
+        if human
         else make_controller(
-            request.controller,
-            request.policy,
-            rover_start(request.world, request.seed, request.hand_over),
+            request.controller, request.policy, start_named(request.start, scenario.human)
         )
     )
     trace = run_controller(scenario.world, controller, request.seconds, on_frame=on_frame)
-    return rollout_metrics(trace, request.seed), trace
+    start = REST if human else request.start
+    return rollout_metrics(trace, request.seed, start), trace
 
 
 @dataclass(frozen=True)
 class Rollouts:
-    """The rollouts of one drive on a rover world: every controller on every seed (the
-    policy and its baselines by default; without a policy, the baselines that need none)."""
+    """The rollouts of one drive on a rover world: every controller on every seed from every
+    start (the policy and its baselines by default; without a policy, the baselines that need
+    none). The human drives each seed once, from rest: its rollout is every start's reference."""
 
     world: str
     seeds: Sequence[int]
     seconds: float
     policy: Callable[[], TickPolicy] | None = None
     controllers: Sequence[str] | None = None
-    hand_over: bool = True
+    starts: Sequence[str] = (HAND_OVER,)
+    driver: str = CONTINUOUS
 
     def names(self) -> Sequence[str]:
         if self.controllers is not None:
             return self.controllers
         return ("policy", *BASELINES) if self.policy is not None else ("human", "copycat")
 
-    def request(self, controller: str, seed: int) -> RolloutRequest:
-        return RolloutRequest(
-            self.world, seed, self.seconds, controller, self.policy, self.hand_over
-        )
+    def requests(self) -> list[RolloutRequest]:
+        """Every rollout, start by start, controller by controller, seed by seed."""
+        requests = []
+        for index, start in enumerate(self.starts):
+            for name in self.names():
+                if name == "human" and index > 0:
+                    continue  # the human's rollout does not depend on the start
+                for seed in self.seeds:
+                    requests.append(
+                        RolloutRequest(
+                            self.world, seed, self.seconds, name, self.policy, start, self.driver
+                        )
+                    )
+        return requests
 
 
 def closed_loop_report(
@@ -476,18 +507,20 @@ def closed_loop_report(
     video: Callable[[int], FrameSink | None] | None = None,
 ) -> DrivingReport:
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
-    `video(seed)` may return a frame sink for the policy's rollout on that seed."""
-    controllers = rollouts.names()
+    `video(seed)` may return a frame sink for the policy's first rollout on that seed."""
     rows: list[RolloutMetrics[NoOwnFigures]] = []
-    for name in controllers:
-        for seed in rollouts.seeds:
-            sink = video(seed) if video is not None and name == "policy" else None
-            metrics, trace = rollout(rollouts.request(name, seed), sink)
-            rows.append(metrics)
-            if on_rollout is not None:
-                on_rollout(metrics, trace)
+    filmed: set[int] = set()
+    for request in rollouts.requests():
+        sink = None
+        if video is not None and request.controller == "policy" and request.seed not in filmed:
+            filmed.add(request.seed)
+            sink = video(request.seed)
+        metrics, trace = rollout(request, sink)
+        rows.append(metrics)
+        if on_rollout is not None:
+            on_rollout(metrics, trace)
     return report_of(
-        rollouts.world, rollouts.seeds, rollouts.seconds, controllers, rows, DRIVING_ONLY
+        rollouts.world, rollouts.seeds, rollouts.seconds, rollouts.names(), rows, DRIVING_ONLY
     )
 
 
@@ -499,7 +532,31 @@ def report_of(
     rows: Sequence[RolloutMetrics[Row]],
     kind: FiguresKind[Row, Pool, Gap],
 ) -> ClosedLoopReport[Row, Pool, Gap]:
-    """Every controller's rollouts pooled, and the policy's margin over each other one."""
+    """Every controller's rollouts pooled per start, and the policy's margin over each other
+    one; the human's rollouts (from rest) are every start's reference. The report's own
+    summaries and margins are the first start's (`hand_over.STARTS` order: the hand-over)."""
+    driven = {row.start for row in rows if row.controller != "human"} or {HAND_OVER}
+    starts = {
+        start: start_figures(
+            [row for row in rows if row.start == start or row.controller == "human"],
+            controllers,
+            kind,
+        )
+        for start in STARTS
+        if start in driven
+    }
+    first = next(iter(starts.values()))
+    return ClosedLoopReport(
+        world, tuple(seeds), seconds, tuple(rows), first.summaries, first.margins, starts
+    )
+
+
+def start_figures(
+    rows: Sequence[RolloutMetrics[Row]],
+    controllers: Sequence[str],
+    kind: FiguresKind[Row, Pool, Gap],
+) -> StartFigures[Pool, Gap]:
+    """One start's rollouts: each controller pooled, the policy's margin over each other."""
     summaries = {
         name: controller_summary([row for row in rows if row.controller == name], kind)
         for name in controllers
@@ -511,7 +568,7 @@ def report_of(
             for name, summary in summaries.items()
             if name != "policy"
         }
-    return ClosedLoopReport(world, tuple(seeds), seconds, tuple(rows), summaries, margins)
+    return StartFigures(summaries, margins)
 
 
 __all__ = [
@@ -529,6 +586,7 @@ __all__ = [
     "RolloutRequest",
     "RolloutTrace",
     "Rollouts",
+    "StartFigures",
     "closed_loop_report",
     "controller_summary",
     "report_of",

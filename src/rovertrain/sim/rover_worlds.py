@@ -78,13 +78,15 @@ class RoverWorld:
             request.seconds,
             lambda: request.policy,
             request.controllers,
+            starts=request.starts,
+            driver=request.driver,
         )
         report = closed_loop_report(
             rollouts,
             on_rollout=on_rollout,
             video=lambda seed: film.video(seed, roles, 1),
         )
-        simulated = request.seconds * len(request.seeds) * len(request.controllers)
+        simulated = request.seconds * len(report.rollouts)
         return DriveOutcome(report, simulated)
 
     @property

@@ -17,6 +17,8 @@ from typing import NotRequired, TypedDict
 import numpy as np
 
 from rovertrain.data.recording import CommandLine
+from rovertrain.sim.choices import CONTINUOUS
+from rovertrain.sim.drivers import KEYBOARD_PAGE
 from rovertrain.sim.recorder import (
     SessionFiles,
     SessionTask,
@@ -54,6 +56,7 @@ class WrittenDataset(TypedDict):
     sessions: list[WrittenSession]
     heldOut: list[str]
     world: NotRequired[str]
+    driver: NotRequired[str]
 
 
 def simulate_session(
@@ -87,13 +90,22 @@ def shuffle_times(commands: list[CommandLine], rng: random.Random, end_ms: float
     commands.sort(key=lambda item: item["t"])
 
 
-def write_session(task: SessionTask, shuffle: bool, world: str = DEFAULT_WORLD) -> WrittenSession:
+def session_profile(driver: str, index: int) -> str:
+    """How session `index` is driven: the continuous driver alternates a gamepad and arrow keys
+    that change the turn in half steps only on a clear need (the recordings every measurement
+    before the keyboard driver was made with); the keyboard driver is a keyboard page."""
+    return PROFILES[index % len(PROFILES)] if driver == CONTINUOUS else KEYBOARD_PAGE
+
+
+def write_session(
+    task: SessionTask, shuffle: bool, world: str = DEFAULT_WORLD, driver: str = CONTINUOUS
+) -> WrittenSession:
     """Session `task` of `world`: the human driver model's drive, recorded."""
     session_id, index, minutes = task.session_id, task.index, task.minutes
     rng = random.Random(f"{task.seed}:{session_id}")
     recording = WORLDS[world].recording(rng)  # first, in the original order: same seed, same data
     fps, offset_ms, video = recording.fps, recording.offset_ms, recording.video
-    profile = PROFILES[index % len(PROFILES)]
+    profile = session_profile(driver, index)
     rover = ROVERS[index % len(ROVERS)]
     directory = task.directory
     directory.mkdir(parents=True, exist_ok=True)
@@ -128,7 +140,9 @@ def write_dataset(
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
     ids = session_ids(request.sessions, request.seed, world)
-    write = functools.partial(write_session, shuffle=request.shuffle_commands, world=world)
+    write = functools.partial(
+        write_session, shuffle=request.shuffle_commands, world=world, driver=request.driver
+    )
     recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
     result: WrittenDataset = {
         "root": str(recorded.root),
@@ -138,4 +152,6 @@ def write_dataset(
     }
     if world != DEFAULT_WORLD:
         result["world"] = world
+    if request.driver != CONTINUOUS:
+        result["driver"] = request.driver
     return result

@@ -13,6 +13,9 @@ through (pure: no simulator, no numpy).
   the wish moved more than the deadband from the last command sent, otherwise re-sends the
   last command as a keepalive every 400 ms. The car executes the last command sent, never the
   wish (`TeleopLink.executed`, `car_action`).
+- `KeyboardLink`: the same driver at a keyboard page (`sim.keyboard`): arrow up accelerates
+  (0.4), arrow down brakes (-0.6), released the car coasts (0); left and right a fixed turn,
+  tapped through bends. `LINKS` names both by driver.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
 from rovertrain.sim.drivers import SentCommand
+from rovertrain.sim.keyboard import KeyboardPage, Keys
 
 DEADBAND = 0.1
 KEEPALIVE_MS = 400.0
@@ -87,6 +92,37 @@ class TeleopLink:
             abs(wish.turn - last.turn) > self.deadband
             or abs(wish.throttle - last.throttle) > self.deadband
         )
+
+
+CAR_KEYS = {"turn": Keys((-0.6, 0.6)), "throttle": Keys((-0.6, 0.4))}
+"""A car's keyboard page: left/right, arrow down (brake) and up (accelerate); released: 0."""
+
+
+class KeyboardLink:
+    """A keyboard page between a driver and the car (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.page = KeyboardPage(CAR_KEYS)
+        self.last: Wish | None = None
+
+    @property
+    def executed(self) -> Wish:
+        return STANDSTILL if self.last is None else self.last
+
+    def offer(self, t_ms: float, wish: Wish) -> SentCommand | None:
+        values = self.page.offer(t_ms, {"turn": wish.turn, "throttle": wish.throttle})
+        if values is None:
+            return None
+        self.last = Wish(values["turn"], values["throttle"])
+        return SentCommand(round(t_ms, 1), DRIVE, self.last.values())
+
+
+Link = TeleopLink | KeyboardLink
+LINKS: dict[str, type[TeleopLink] | type[KeyboardLink]] = {
+    CONTINUOUS: TeleopLink,
+    KEYBOARD: KeyboardLink,
+}
+"""The page a driver sends through, by driver (`world_protocol.DRIVERS`)."""
 
 
 @dataclass(frozen=True)

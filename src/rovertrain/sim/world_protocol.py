@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER
 from rovertrain.store.layout import Layout
 
 if TYPE_CHECKING:
@@ -37,14 +38,16 @@ class Film(Protocol):
 
 @dataclass(frozen=True)
 class SynthRequest:
-    """One `synth`: `sessions` recordings of `minutes` each under `out`, drawn from `seed`;
-    `shuffle_commands` scrambles the command times (a data set with nothing to learn)."""
+    """One `synth`: `sessions` recordings of `minutes` each under `out`, drawn from `seed`,
+    driven by `driver` (`DRIVERS`); `shuffle_commands` scrambles the command times (a data
+    set with nothing to learn)."""
 
     out: str
     sessions: int
     minutes: float
     seed: int
     shuffle_commands: bool = False
+    driver: str = CONTINUOUS
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class DriveRequest:
     seconds: float
     controllers: Sequence[str]
     on_rollout: Callable[[AnyRollout], None]
+    driver: str = CONTINUOUS  # who drives the human baseline (`DRIVERS`)
+    starts: Sequence[str] = (HAND_OVER,)  # how the controllers get the rover (`STARTS`)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rovertrain.sim.drivers import KEEPALIVE_MS, DriverStyle, HumanDriver, SentCommand
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
+from rovertrain.sim.drivers import (
+    KEEPALIVE_MS,
+    KEYBOARD_PAGE,
+    DriverStyle,
+    HumanDriver,
+    SentCommand,
+    keyboard_page,
+)
 from rovertrain.sim.recorder import H264, VP8, VP9, VideoFormat
 from rovertrain.sim.render import AisleRenderer, RoadRenderer, session_tint
 from rovertrain.sim.world import (
@@ -220,12 +228,14 @@ class Scenario:
     human: HumanDriver
 
 
-def human_opening(name: str, seed: int, namespace: str = ROLLOUT) -> SentCommand:
+def human_opening(
+    name: str, seed: int, namespace: str = ROLLOUT, driver: str = CONTINUOUS
+) -> SentCommand:
     """The operator's opening command on rollout seed `seed`: the first `drive` the scenario's
     human sends at the start (the turn the scene asks for), at t=0. A fixed straight opening
     put the rover off the road before the policy's first decision where a seed starts in a
     sharp bend, a state no recording starts in."""
-    scenario = rollout_scenario(name, seed, namespace)
+    scenario = rollout_scenario(name, seed, namespace, driver)
     world = scenario.world
     world.begin_tick()
     for command in scenario.human.act(world.t_ms, world.render, world):
@@ -247,7 +257,8 @@ class Streams:
 def build(
     name: str, rng: random.Random, profile: str, renderer_seed: int, streams: Streams | None = None
 ) -> Scenario:
-    """One session of world `name`: its parameters drawn from `rng` (`WorldKind.draw`)."""
+    """One session of world `name`: its parameters drawn from `rng` (`WorldKind.draw`), its
+    human driving with `profile` (`KEYBOARD_PAGE`: through a keyboard page)."""
     kind = WORLDS[name]
     draws = kind.draw(rng, np.random.default_rng(renderer_seed))
     world = World(
@@ -270,11 +281,18 @@ def build(
         draws.first_idle_ms,
         draws.keepalive_ms,
         kind.style,
+        keyboard_page(kind.style) if profile == KEYBOARD_PAGE else None,
     )
     return Scenario(kind, world, human)
 
 
-def rollout_scenario(name: str, seed: int, namespace: str = ROLLOUT) -> Scenario:
+ROLLOUT_PROFILES = {CONTINUOUS: "gamepad", KEYBOARD: KEYBOARD_PAGE}
+"""The human of a rollout, by driver (`world_protocol.DRIVERS`)."""
+
+
+def rollout_scenario(
+    name: str, seed: int, namespace: str = ROLLOUT, driver: str = CONTINUOUS
+) -> Scenario:
     """World seed `seed` of `name` for closed-loop rollouts: the same world for every
     controller (its own generators for events, lighting and the human driver).
 
@@ -288,4 +306,4 @@ def rollout_scenario(name: str, seed: int, namespace: str = ROLLOUT) -> Scenario
         light=random.Random(f"{namespace}:{name}:{seed}:light"),
         driver=random.Random(f"{namespace}:{name}:{seed}:driver"),
     )
-    return build(name, rng, "gamepad", renderer_seed, streams)
+    return build(name, rng, ROLLOUT_PROFILES[driver], renderer_seed, streams)
