@@ -58,7 +58,7 @@ demo: install
 	    > $(DEMO_ROOT)/replay.ndjson && \
 	  $(BIN)/python -m rovertrain.cli.summary --replay $(DEMO_ROOT)/replay.ndjson && \
 	  echo "model exported to $(DEMO_ROOT)/policy; replay of held-out $$session in $(DEMO_ROOT)/replay/ (timeline.png, overlay.mp4)"
-	$(BIN)/rovertrain drive $(DEMO_ROOT)/policy --world road --seeds 5 --seconds 120 --out $(DEMO_ROOT)/drive \
+	$(BIN)/rovertrain drive $(DEMO_ROOT)/policy --world road --seeds 3 --seconds 60 --out $(DEMO_ROOT)/drive \
 	  > $(DEMO_ROOT)/drive.ndjson 2> $(DEMO_ROOT)/drive.log && \
 	  $(BIN)/python -m rovertrain.cli.summary --drive $(DEMO_ROOT)/drive.ndjson && \
 	  echo "closed-loop rollouts in $(DEMO_ROOT)/drive/ (rollout.mp4, trajectory.png)"
@@ -71,6 +71,7 @@ demo: install
 	$(BIN)/rovertrain run --job $(DEMO_ROOT)/job-all.json > $(DEMO_ROOT)/events-round1.ndjson && \
 	  $(BIN)/python -m rovertrain.cli.summary $(DEMO_ROOT)/events-round1.ndjson && \
 	  echo "the next job trained on every recording, the supervised drives included"
+	@echo "every step's events (NDJSON) are in $(DEMO_ROOT)/*.ndjson"
 
 bench: install
 	$(BIN)/python bench/bench_training.py
