@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 
 from rovertrain.sim.choices import DRIVERS, HAND_OVER, REST
+from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.hand_over import AT_REST, Copycat, PolicyDriver, Start
 from rovertrain.sim.rollout import (
     RolloutRequest,
     Rollouts,
     closed_loop_report,
     rollout,
+    rollout_metrics,
     run_controller,
 )
 from rovertrain.sim.world import World
@@ -210,3 +212,39 @@ def test_one_hand_over_for_every_world_a_lead_then_the_controller() -> None:
     # From rest, nothing to copy: the copycat sends nothing.
     scenario = rollout_scenario("road", 0)
     assert run_controller(scenario.world, Copycat(AT_REST), 2.0).commands == []
+
+
+class StopsOnSight:
+    """Drives on the centre line and stands as soon as an obstacle is `sight` metres ahead
+    (privileged: it reads the world), re-sending stop while it waits."""
+
+    name = "policy"
+
+    def __init__(self, sight: float):
+        self.sight = sight
+
+    def act(self, t_ms: float, camera: Any, world: World) -> list[SentCommand]:
+        if t_ms % 500:
+            return []
+        ahead = world.obstacle_distance()
+        if ahead is not None and ahead <= self.sight:
+            return [SentCommand(t_ms, "stop")]
+        turn = max(-1.0, min(1.0, world.track.curvature(world.pose.s) - world.pose.x))
+        return [SentCommand(t_ms, "drive", {"speed": 0.6, "turn": turn})]
+
+
+def test_the_stopping_distance_is_reported_and_stopping_short_clears_nothing() -> None:
+    human = closed_loop_report(Rollouts("warehouse", SEEDS, 90.0, controllers=("human",)))
+    person = human.summaries["human"]
+    assert person.median_stop_distance is not None and 0.5 < person.median_stop_distance < 6.0
+    assert person.stopped_short == 0
+    fields = person.driving_fields()["obstacles"]
+    assert fields["medianStopDistanceMetres"] == round(person.median_stop_distance, 2)
+    scenario = rollout_scenario("warehouse", 0)
+    trace = run_controller(scenario.world, StopsOnSight(12.0), 60.0)
+    far = rollout_metrics(trace, 0)
+    # It stood 12 m before its first pallet and waited there: nobody cleared it, the rover
+    # never came near it (not `met`), and the stopping distance tells.
+    assert far.stopped_short == 1 and far.stop_distances[0] > 6.0
+    assert far.obstacles_met == 0 and far.distance_m < person.distance_m / 3
+    assert trace.obstacles[0].outcome is None

@@ -137,6 +137,15 @@ def drive_lines(event: dict[str, Any]) -> list[str]:
     return lines
 
 
+def stop_distance_words(obstacles: dict[str, Any]) -> str:
+    """Where the rover stood for its obstacles (absent from events before the figure)."""
+    median = obstacles.get("medianStopDistanceMetres")
+    if median is None:
+        return ""
+    short = obstacles.get("stoppedShort", 0)
+    return f", stood {median:.1f} m before them" + (f" ({short} short)" if short else "")
+
+
 def controller_lines(figures: dict[str, Any]) -> list[str]:
     """One start's controllers and the policy's margins over the baselines, in words."""
     lines = []
@@ -150,6 +159,7 @@ def controller_lines(figures: dict[str, Any]) -> list[str]:
             f"contact"
             + ("" if rate is None else f" ({rate:.0%})")
             + f", {obstacles['collided']} hit"
+            + stop_distance_words(obstacles)
         )
         if "field" in row:
             lines.append("  " + FieldFigures.of_event(row["field"]).words())

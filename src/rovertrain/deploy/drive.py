@@ -109,6 +109,7 @@ def rollout_line(metrics: AnyRollout) -> str:
         f", |offset| {metrics.mean_abs_offset:.2f}, obstacles {metrics.obstacles_met} met "
         f"{metrics.stopped_before_contact} stopped {metrics.collided} hit"
         + ("" if stop is None else f" ({stop:.0%})")
+        + ("" if (median := metrics.median_stop_distance) is None else f" at {median:.1f} m")
         + f", {metrics.distance_m:.0f} m"
         + metrics.own.words()
     )

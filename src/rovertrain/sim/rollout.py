@@ -24,7 +24,7 @@ import numpy as np
 from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, REST, STARTS
 from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
 from rovertrain.sim.hand_over import Copycat, PolicyDriver, Start, start_named
-from rovertrain.sim.world import LANE_HALF_WIDTH, STEP_MS, Obstacle, World
+from rovertrain.sim.world import LANE_HALF_WIDTH, REST_RANGE, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import rollout_scenario
 
 BASELINES = ("human", "copycat", "blind")
@@ -168,10 +168,16 @@ class DrivingFigures:
     collided: int
     passed: int
     commands_per_second: float
+    stop_distances: tuple[float, ...] = ()  # metres ahead at the first standstill, per obstacle
+    stopped_short: int = 0  # obstacles first stood for further than REST_RANGE ahead
 
     @property
     def stop_rate(self) -> float | None:
         return self.stopped_before_contact / self.obstacles_met if self.obstacles_met else None
+
+    @property
+    def median_stop_distance(self) -> float | None:
+        return float(np.median(self.stop_distances)) if self.stop_distances else None
 
     def driving_fields(self) -> dict[str, object]:
         """The `rollout` event's and the `drove` summary's shared fields, in their order."""
@@ -188,6 +194,8 @@ class DrivingFigures:
                 "collided": self.collided,
                 "passed": self.passed,
                 "stopRate": None if stop_rate is None else round(stop_rate, 4),
+                "stoppedShort": self.stopped_short,
+                "medianStopDistanceMetres": _rounded(self.median_stop_distance, 2),
             },
             "commandsPerSecond": round(self.commands_per_second, 3),
         }
@@ -242,6 +250,17 @@ def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | N
     return float(1.0 - outside.mean()), float(np.abs(x).mean()), departure
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def stop_distances(obstacles: Sequence[Obstacle]) -> tuple[tuple[float, ...], int]:
+    """(how far ahead each obstacle was when the rover first stood in front of it, how many
+    of those were further than `REST_RANGE`: stopped short, where nobody clears it)."""
+    distances = tuple(o.rest_distance for o in obstacles if o.rest_distance is not None)
+    return distances, sum(distance > REST_RANGE for distance in distances)
+
+
 def obstacle_figures(obstacles: Sequence[Obstacle]) -> tuple[int, int, int, int]:
     """(met, stopped before contact, collided, passed). An obstacle the rover rested in front
     of when the rollout ended counts as stopped for."""
@@ -273,6 +292,7 @@ def rollout_metrics(
     x = np.asarray(trace.x, dtype=np.float64)
     in_lane, mean_offset, departure = lane_figures(x, STEP_MS)
     met, stopped, collided, passed = obstacle_figures(trace.obstacles)
+    distances, short = stop_distances(trace.obstacles)
     counts = command_counts(trace.commands)
     return RolloutMetrics(
         controller=trace.controller,
@@ -288,6 +308,8 @@ def rollout_metrics(
         collided=collided,
         passed=passed,
         commands_per_second=len(trace.commands) / trace.seconds if trace.seconds else 0.0,
+        stop_distances=distances,
+        stopped_short=short,
         command_counts=counts,
         bystanders_met=trace.bystanders_met,
         bystanders_warned=trace.bystanders_warned,
@@ -330,6 +352,8 @@ def controller_summary(
         collided=sum(r.collided for r in rows),
         passed=sum(r.passed for r in rows),
         commands_per_second=float(np.mean([r.commands_per_second for r in rows])),
+        stop_distances=tuple(d for r in rows for d in r.stop_distances),
+        stopped_short=sum(r.stopped_short for r in rows),
         own=kind.pool([r.own for r in rows]),
     )
 
@@ -343,6 +367,7 @@ class Margin(Generic[GapT]):
     mean_abs_offset: float
     stop_rate: float | None
     distance_ratio: float | None
+    stop_distance_ratio: float | None  # the policy's median stopping distance over the baseline's
     own: GapT  # the world's own figures compared
 
     def event_fields(self) -> dict[str, object]:
@@ -350,9 +375,16 @@ class Margin(Generic[GapT]):
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
-            "distanceRatio": None if self.distance_ratio is None else round(self.distance_ratio, 3),
+            "distanceRatio": _rounded(self.distance_ratio, 3),
+            "stopDistanceRatio": _rounded(self.stop_distance_ratio, 3),
             **self.own.own_fields(),
         }
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
 
 
 def margin(
@@ -368,7 +400,8 @@ def margin(
         in_lane_fraction=policy.in_lane_fraction - baseline.in_lane_fraction,
         mean_abs_offset=policy.mean_abs_offset - baseline.mean_abs_offset,
         stop_rate=stop,
-        distance_ratio=policy.distance_m / baseline.distance_m if baseline.distance_m else None,
+        distance_ratio=ratio(policy.distance_m, baseline.distance_m),
+        stop_distance_ratio=ratio(policy.median_stop_distance, baseline.median_stop_distance),
         own=kind.margin(policy.own, baseline.own),
     )
 

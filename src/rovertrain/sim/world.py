@@ -128,6 +128,7 @@ class Obstacle:
     appeared_ms: float
     met: bool = False
     rested_ms: float | None = None  # when the rover came to rest in front of it
+    rest_distance: float | None = None  # how far ahead it was when the rover first stood
     clear_at: float | None = None
     outcome: str | None = None  # "stopped", "collided", "passed"
 
@@ -228,9 +229,12 @@ class World:
     def _note_rest(self) -> None:
         """Coming to rest close before an obstacle: it will be taken away."""
         obstacle = self.obstacle
-        if obstacle is None or self.moving or obstacle.clear_at is not None:
+        if obstacle is None or self.moving:
             return
-        if within_rest_range(obstacle.at - self.pose.s):
+        ahead = obstacle.at - self.pose.s
+        if obstacle.rest_distance is None and ahead >= 0.0:
+            obstacle.rest_distance = ahead
+        if obstacle.clear_at is None and within_rest_range(ahead):
             obstacle.rested_ms = self.t_ms
             obstacle.clear_at = self.t_ms + self.events_rng.uniform(*self.rules.clear_ms)
 
