@@ -150,7 +150,7 @@ def test_an_interrupted_blind_evaluation_does_not_pass() -> None:
 
 def with_hold_last(metrics: EventMetrics, hold_last_mse: float | None) -> EventMetrics:
     kind = KindScore(events=10, recall=0.5, numeric_mse=0.02, hold_last_mse=hold_last_mse)
-    return replace(metrics, hold_last=HoldLast(hold_last_mse, kind, kind))
+    return replace(metrics, hold_last=HoldLast(hold_last_mse, None, kind, kind))
 
 
 def test_values_copied_from_the_last_command_do_not_pass() -> None:

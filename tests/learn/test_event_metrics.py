@@ -9,12 +9,14 @@ from hypothesis import strategies as st
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.learn.metrics import (
+    VALUE_AGREEMENT,
     command_changes,
     event_metrics,
     frequency_baselines,
     motion_type_changes,
     natural_frequencies,
     scored_slots,
+    value_agreement,
 )
 from rovertrain.runtime.state import encode_states, last_values_of, recency_of
 
@@ -193,3 +195,43 @@ def test_motion_type_changes_ignore_other_role_commands() -> None:
         [False, True, False],
         [False, False, False],
     ]
+
+
+def test_a_blend_between_two_levels_disagrees_where_its_squared_error_looks_small() -> None:
+    """A person taps a full turn (1.0) or none (0.0); a value head that learned the blend
+    (0.5) has a squared error of 0.25 on each, and agrees with none of them."""
+    events = np.ones((4, 1), dtype=bool)
+    available = np.zeros((4, 1, 2), dtype=bool)
+    available[:, :, 0] = True  # one value: the turn
+    person = np.zeros((4, 1, 2), dtype=np.float32)
+    person[:2, 0, 0] = 1.0
+    blend = np.full_like(person, 0.5)
+    assert value_agreement(blend, person, available, events) == 0.0
+    levels = person.copy()
+    levels[0, 0, 0] = 0.0  # one wrong level, three right
+    assert value_agreement(levels, person, available, events) == 0.75
+    near = person + VALUE_AGREEMENT * 0.9
+    near[:, 0, 1] = 9.0  # a value the person's command does not carry is not compared
+    assert value_agreement(near, person, available, events) == 1.0
+    assert value_agreement(blend, person, available, np.zeros_like(events)) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_overall_value_agreement_is_the_share_over_the_scored_events(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    schema = initial_schema()
+    actual = rng.random((40, SLOTS)) < 0.3
+    available = np.zeros((40, SLOTS, VALUES), dtype=bool)
+    available[:, 1, :2] = True  # drive carries speed and turn
+    targets = rng.choice([0.0, 0.5, 1.0], size=(40, SLOTS, VALUES)).astype(np.float32)
+    predicted = targets + rng.choice([0.0, 0.3], size=targets.shape).astype(np.float32)
+    metrics = event_metrics(actual, predicted, actual, targets, available, schema, np.zeros(SLOTS))
+    drive = actual[:, 1]
+    if not drive.any():
+        assert metrics.value_agreement is None
+        return
+    close = (np.abs(predicted - targets)[:, 1, :2] <= VALUE_AGREEMENT).all(axis=1)
+    assert metrics.value_agreement == pytest.approx(close[drive].mean())
+    assert metrics.per_slot[1].value_agreement == pytest.approx(close[drive].mean())
+    assert metrics.per_slot[0].value_agreement is None  # stop carries no value

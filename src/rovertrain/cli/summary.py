@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rovertrain.data.field import FieldFigures
+from rovertrain.learn.metrics import VALUE_AGREEMENT
 from rovertrain.protocol.eventlog import read_events
 from rovertrain.store.layout import Layout
 
@@ -82,6 +83,14 @@ def job_lines(events: list[dict[str, Any]]) -> list[str]:
             f"stop recall {evaluation['stopRecall']:.2f}, movement recall "
             f"{evaluation['movementRecall']:.2f}, value MSE {evaluation['numericMse']:.3f}"
         )
+    agreement = evaluation.get("valueAgreement")
+    if agreement is not None:
+        held = evaluation.get("holdLastValueAgreement")
+        lines.append(
+            f"values the policy would send agree with the person's (within "
+            f"{VALUE_AGREEMENT:g}) on {agreement:.0%} of the person's commands"
+            + (f" (repeating the last command: {held:.0%})" if held is not None else "")
+        )
     lines.append(f"imitation gate: {evaluation['status']}")
     for reason in evaluation.get("gateReasons", []):
         lines.append(f"  - {reason}")
@@ -108,6 +117,11 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
             f"FN {row['falseNegative']:>5} TN {row['trueNegative']:>6}  precision "
             f"{row['precision']:.2f} recall {row['recall']:.2f}"
             + (f"  mean |value error| {value:.3f}" if value is not None else "")
+            + (
+                f", values agree {row['valueAgreement']:.0%}"
+                if row.get("valueAgreement") is not None
+                else ""
+            )
         )
     stops = event["stops"]
     if stops.get("matched"):

@@ -1,6 +1,6 @@
 """What a replay adds up to, over the windows training would use (frame not stale, no
 unsupported command): per command type the held-out evaluation's metrics (`event_metrics`)
-plus confusion counts and the mean value error; for stop-role types how early or late the
+plus confusion counts, the mean value error and how often the values agree with the person's; for stop-role types how early or late the
 model's stop came; with --blind, how much of the F1 came from the camera.
 
 Each figure is a frozen record whose `to_json()` is its part of the `replayed` event.
@@ -32,6 +32,7 @@ class TypeFigures:
     score: Score
     numeric_mse: float
     mean_abs_value_error: float | None  # None: the human never sent a value of this type
+    value_agreement: float | None = None  # `learn.metrics.value_agreement`; None as above
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -45,6 +46,7 @@ class TypeFigures:
             "f1": self.score.f1,
             "numericMse": self.numeric_mse,
             "meanAbsValueError": self.mean_abs_value_error,
+            "valueAgreement": self.value_agreement,
         }
 
 
@@ -58,6 +60,7 @@ class OverallFigures:
     stop_recall: float
     movement_recall: float
     usable_windows: int
+    value_agreement: float | None = None
 
     @property
     def f1(self) -> float:
@@ -70,6 +73,7 @@ class OverallFigures:
             "recall": self.score.recall,
             "f1": self.score.f1,
             "numericMse": self.numeric_mse,
+            "valueAgreement": self.value_agreement,
             "stopRecall": self.stop_recall,
             "movementRecall": self.movement_recall,
             "usableWindows": self.usable_windows,
@@ -178,6 +182,7 @@ def window_figures(
             score=row.score,
             numeric_mse=row.numeric_mse,
             mean_abs_value_error=float(error.mean()) if error.size else None,
+            value_agreement=row.value_agreement,
         )
     overall = OverallFigures(
         windows=metrics.windows,
@@ -186,6 +191,7 @@ def window_figures(
         stop_recall=metrics.stop_recall,
         movement_recall=metrics.movement_recall,
         usable_windows=len(predicted),
+        value_agreement=metrics.value_agreement,
     )
     return WindowFigures(types, overall)
 

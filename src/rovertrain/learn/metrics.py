@@ -44,6 +44,7 @@ class SlotMetrics:
     predicted: int
     score: Score
     numeric_mse: float
+    value_agreement: float | None = None  # None: the person sent no value of this type
 
     def to_json(self) -> JsonObject:
         return {
@@ -53,7 +54,33 @@ class SlotMetrics:
             "predicted": self.predicted,
             **self.score.to_json(),
             "numericMse": self.numeric_mse,
+            "valueAgreement": self.value_agreement,
         }
+
+
+VALUE_AGREEMENT = 0.1
+"""A value the policy would send agrees with the person's within this (the value's own units:
+a tenth of a unit range, less than any two levels a keyboard page sends)."""
+
+
+def value_agreement(
+    predicted_values: np.ndarray,
+    target_values: np.ndarray,
+    available: np.ndarray,
+    events: np.ndarray,
+) -> float | None:
+    """The share of the person's value-bearing events (`events` [N, S]) where every value the
+    policy would send lies within `VALUE_AGREEMENT` of the person's ([N, S, V] values and
+    `available`); None without such an event.
+
+    Why: a squared error rewards a value between two a person sends (half a turn where the
+    person taps a full one, coasting between the gas and the brake); on a rover it is a value
+    no person sends. The share of agreeing values counts those as wrong."""
+    bearing = events & available.any(axis=2)
+    if not bearing.any():
+        return None
+    close = (np.abs(predicted_values - target_values) <= VALUE_AGREEMENT) | ~available
+    return float(close.all(axis=2)[bearing].mean())
 
 
 CHANGE_TOLERANCE = 0.05
@@ -142,12 +169,14 @@ class HoldLast:
     """The hold-last-command baseline on values, and the change/re-send split of the events."""
 
     numeric_mse: float | None  # None: no value-bearing event
+    value_agreement: float | None  # the last command's values against the person's
     changes: KindScore
     resends: KindScore
 
     def to_json(self) -> JsonObject:
         return {
             "holdLastNumericMse": self.numeric_mse,
+            "holdLastValueAgreement": self.value_agreement,
             "changes": self.changes.to_json(),
             "resends": self.resends.to_json(),
         }
@@ -169,6 +198,7 @@ class EventMetrics:
     per_slot: tuple[SlotMetrics, ...]
     baselines: tuple[BaselineScore, ...]
     hold_last: HoldLast | None = None
+    value_agreement: float | None = None  # `value_agreement` over the scored types
 
     def value_error_vs_hold_last(self) -> float | None:
         """Value MSE over the hold-last baseline's, on the commands that change what the rover
@@ -201,6 +231,7 @@ class EventMetrics:
             "predictedActions": self.predicted_actions,
             **self.score.to_json(),
             "numericMse": self.numeric_mse,
+            "valueAgreement": self.value_agreement,
             "stopEvents": self.stop_events,
             "stopRecall": self.stop_recall,
             "movementEvents": self.movement_events,
@@ -291,6 +322,12 @@ def event_metrics(
                 predicted=n_predicted,
                 score=Score.of(tp, n_predicted, n_actual),
                 numeric_mse=slot_mse,
+                value_agreement=value_agreement(
+                    predicted_values[:, index : index + 1],
+                    target_values[:, index : index + 1],
+                    available[:, index : index + 1],
+                    every_actual[:, index : index + 1],
+                ),
             )
         )
         if slot["role"] in hits:
@@ -305,6 +342,9 @@ def event_metrics(
         value_available = available[:, :slots]
         hold_last = HoldLast(
             numeric_mse=float(held[mask].mean()) if mask.any() else None,
+            value_agreement=value_agreement(
+                last_values[:, :slots], target_values[:, :slots], available[:, :slots], actual
+            ),
             changes=KindScore.of(changes, predicted, errors, held, value_available),
             resends=KindScore.of(actual & ~changes, predicted, errors, held, value_available),
         )
@@ -314,6 +354,9 @@ def event_metrics(
         predicted_actions=int(predicted.sum()),
         score=Score.of(int(true_positive.sum()), int(predicted.sum()), int(actual.sum())),
         numeric_mse=float(errors[mask].mean()) if mask.any() else 0.0,
+        value_agreement=value_agreement(
+            predicted_values[:, :slots], target_values[:, :slots], available[:, :slots], actual
+        ),
         stop_events=stop_actual,
         stop_recall=stop_hit / stop_actual if stop_actual else 0.0,
         movement_events=movement_actual,
