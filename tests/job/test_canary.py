@@ -1,6 +1,7 @@
 """Promotion from the field (`canaryMinutes`): with a current model, a candidate that passes
 is published as a canary, not promoted; after it drove under supervision (recordings that say
-`drivenBy` it), the next job promotes it."""
+`drivenBy` it), the next job promotes it. `canaryWhen` always: a canary even while the current
+model has no field record (the default waits for one: tests/job/test_canary_rule.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 SHORT = {"passesPerJob": 10, "maxStepsPerJob": 60, "learningRate": 0.003, "minimumSamples": 50,
          "maxSamples": 2000, "minimumDrivingMinutes": 0, "newDrivingMinutesPerModel": 0,
          "checkpointEverySteps": 0, "probeMaxSeconds": 0, "batchSize": 16,
-         "canaryMinutes": 0.5}  # fmt: skip
+         "canaryMinutes": 0.5, "canaryWhen": "always"}  # fmt: skip
 OPEN_GATE = {"minHeldOutSessions": 0, "minHeldOutWindows": 0, "minCommandEvents": 0,
              "minStopEvents": 0, "minMovementEvents": 0, "minMovementRecall": 0,
              "minPrecision": 0, "minRecall": 0, "minStopRecall": 0, "maxNumericMse": 1e6,

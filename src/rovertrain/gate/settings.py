@@ -102,6 +102,10 @@ class Gate:
         return settings_json(self)
 
 
+FIELD_RECORD, ALWAYS = "fieldRecord", "always"
+CANARY_WHEN = (FIELD_RECORD, ALWAYS)
+
+
 @dataclass(frozen=True)
 class Publication:
     """Publication: how much driving, and how many steps, before a candidate is promoted."""
@@ -110,11 +114,19 @@ class Publication:
     minimumDrivingMinutes: float = knob(2.0, 0, 1_000_000, doc="distinct minutes to publish")
     newDrivingMinutesPerModel: float = knob(0.5, 0, 1_000_000, doc="new minutes per model")
     canaryMinutes: float = knob(
-        0.0,
+        3.0,
         0,
         1_000_000,
         doc="0: off. Otherwise a candidate that passes is published as a canary, not "
-        "promoted: a later job promotes it once recordings show it drove under supervision "
-        "this many minutes with fewer take-overs per 10 minutes than the current model "
-        '(docs/learning.md, "Promotion from the field")',
+        "promoted (when `canaryWhen` says): a later job promotes it once recordings show it "
+        "drove under supervision this many minutes with fewer take-overs per 10 minutes than "
+        'the current model (docs/learning.md, "Promotion from the field")',
+        before=0.0,
+    )
+    canaryWhen: str = knob(
+        FIELD_RECORD,
+        choices=CANARY_WHEN,
+        doc=f"{FIELD_RECORD}: a canary once the current model drove under supervision in the "
+        f"job's recordings (the fleet runs the field loop; before, a candidate is promoted); "
+        f"{ALWAYS}: a canary whenever there is a current model",
     )

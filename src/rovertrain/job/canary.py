@@ -1,5 +1,6 @@
-"""Promotion from the field (`canaryMinutes` > 0; docs/learning.md "Promotion from the
-field"): a candidate that passes is published as a canary instead of promoted; a later job
+"""Promotion from the field (`canaryMinutes` > 0, `canaryWhen`; docs/learning.md "Promotion
+from the field"): a candidate that passes is published as a canary instead of promoted (by
+default once the current model drove under supervision); a later job
 judges the newest canary by the recordings it drove under supervision (`gate.canary_verdict`)
 and promotes it when it drove enough minutes with fewer take-overs than the current model.
 
@@ -12,13 +13,15 @@ job's candidate becomes the next canary. A rejected canary is superseded by the 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rovertrain.data.dataset import Dataset
+from rovertrain.data.field import FieldFigures
 from rovertrain.gate.canary import CanaryJudgement, CanaryVerdict, canary_verdict
 from rovertrain.gate.imitation import GateStatus
 from rovertrain.gate.publication import PublicationDecision
+from rovertrain.gate.settings import ALWAYS
 from rovertrain.store.catalogue import ModelRecord, catalogue
 from rovertrain.store.current import read_current, write_current
 
@@ -41,21 +44,37 @@ def pending_canary(root: Path) -> tuple[ModelRecord | None, str | None]:
     return (waiting[-1] if waiting else None), current
 
 
-def judge_canary(
-    root: Path, dataset: Dataset, minutes: float
-) -> tuple[CanaryJudgement | None, bool]:
+@dataclass(frozen=True)
+class FleetField:
+    """What a job knows of the fleet before it publishes: the judgement of the pending canary
+    (None without one), whether a current model exists once it is applied, and whether that
+    model drove under supervision in this job's recordings (the fleet runs the field loop)."""
+
+    judged: CanaryJudgement | None
+    has_current: bool
+    current_drove: bool
+
+
+def judge_canary(root: Path, dataset: Dataset, minutes: float) -> FleetField:
     """Judge the pending canary on this job's recordings (`promote_canary` applies a
-    promotion once this job's own checkpoint is published). Returns (the judgement, None
-    without a canary; whether a current model exists once it is applied)."""
+    promotion once this job's own checkpoint is published)."""
     canary, current = pending_canary(root)
-    if canary is None:
-        return None, current is not None
     field = dataset.field_by_model()
+    if canary is None:
+        drove = current is not None and drove_supervised(field.get(current))
+        return FleetField(None, current is not None, drove)
     verdict, reason = canary_verdict(
         field.get(canary.id), None if current is None else field.get(current), minutes
     )
-    exists = current is not None or verdict is CanaryVerdict.PROMOTED
-    return CanaryJudgement(canary.id, verdict, reason, canary.name), exists
+    judged = CanaryJudgement(canary.id, verdict, reason, canary.name)
+    if verdict is CanaryVerdict.PROMOTED:
+        return FleetField(judged, True, True)  # it drove its minutes under supervision
+    drove = current is not None and drove_supervised(field.get(current))
+    return FleetField(judged, current is not None, drove)
+
+
+def drove_supervised(figures: FieldFigures | None) -> bool:
+    return figures is not None and figures.supervised_seconds > 0
 
 
 def promote_canary(root: Path, judged: CanaryJudgement | None) -> None:
@@ -65,12 +84,16 @@ def promote_canary(root: Path, judged: CanaryJudgement | None) -> None:
 
 
 def canary_decision(
-    decision: PublicationDecision, judged: CanaryJudgement | None, has_current: bool
+    decision: PublicationDecision, fleet: FleetField, when: str
 ) -> PublicationDecision:
     """This job's candidate under `canaryMinutes`: promoted when there is no current model
-    (nothing to protect), held back while another canary is on trial, a canary otherwise
-    (only one that passes: a blocked candidate is published as it always was)."""
+    (nothing to protect) or, under `canaryWhen` fieldRecord, when the current model never
+    drove under supervision (no field loop to take part in); held back while another canary
+    is on trial; a canary otherwise (only one that passes: a blocked candidate is published
+    as it always was)."""
+    judged = fleet.judged
     if judged is not None and judged.verdict is CanaryVerdict.WAITING:
         on_trial = f"Canary {judged.model} still on trial ({judged.reason})"
         return replace(decision, judged=judged, blockers=(*decision.blockers, on_trial))
-    return replace(decision, canary=has_current and not decision.blockers, judged=judged)
+    required = fleet.has_current and (when == ALWAYS or fleet.current_drove)
+    return replace(decision, canary=required and not decision.blockers, judged=judged)

@@ -54,6 +54,7 @@ class Config:
         "minimumDrivingMinutes",
         "newDrivingMinutesPerModel",
         "canaryMinutes",
+        "canaryWhen",
         "learningRate",
         "weightDecay",
         "decodeTimeoutSeconds",

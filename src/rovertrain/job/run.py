@@ -369,8 +369,8 @@ def publication_rules(
     if rules.canaryMinutes > 0:  # promotion from the field: judge the last canary first
         from rovertrain.job.canary import canary_decision, judge_canary
 
-        judged, has_current = judge_canary(run.root, dataset, rules.canaryMinutes)
-        decision = canary_decision(decision, judged, has_current)
+        fleet = judge_canary(run.root, dataset, rules.canaryMinutes)
+        decision = canary_decision(decision, fleet, rules.canaryWhen)
     state.absorb(dataset.schema, dataset.trained_rovers, dataset.control_profiles)
     return decision
 
