@@ -33,30 +33,34 @@ def test_the_default_job_trains_a_policy_that_drives(
     drove = cli("drive", str(checkpoint), "--world", world, *WORLD_SEEDS, "--seconds", "120")
     assert drove.code == 0, drove.stderr
     summary = drove.last()
-    policy = summary["controllers"]["policy"]
     # The cell's figures, for docs/learning.md's table (`make test-slow` prints them, -rP)
     # and for a failure's message (pytest shortens a whole summary to its first keys).
     rollouts = drove.of("rollout")
     figures = (
         f"{world} data seed {seed}: {complete['steps']} steps, visionGain "
-        f"{evaluation['visionGain']}; policy {policy}; margins {summary['margins']}; "
-        "per world seed (controller, seed, in lane, stopped/met, first departure s): "
+        f"{evaluation['visionGain']}; per start {summary['starts']}; "
+        "per world seed (controller, start, seed, in lane, stopped/met, first departure s): "
         + ", ".join(
-            f"({r['controller']}, {r['seed']}, {r['inLaneFraction']}, "
+            f"({r['controller']}, {r['start']}, {r['seed']}, {r['inLaneFraction']}, "
             f"{r['obstacles']['stoppedBeforeContact']}/{r['obstacles']['met']}, "
             f"{r['firstDepartureSeconds']})"
             for r in rollouts
         )
     )
     print(figures)
-    assert policy["inLaneFraction"] >= 0.9, figures
-    assert policy["obstacles"]["stopRate"] is not None, figures
-    assert policy["obstacles"]["stopRate"] >= 0.8, figures
-    # It keeps moving like the human does (a parked rover stays in its lane) ...
-    assert summary["margins"]["human"]["distanceRatio"] >= 0.7, figures
-    human_moving = summary["controllers"]["human"]["movingFraction"]
-    assert policy["movingFraction"] >= 0.7 * human_moving, figures
-    # ... and far better than repeating the last command.
+    # Handed a moving rover and from rest alike (docs/simulator.md, "Starts").
+    assert set(summary["starts"]) == {"handOver", "rest"}, figures
+    for start, by_start in summary["starts"].items():
+        policy, margins = by_start["controllers"]["policy"], by_start["margins"]
+        assert policy["inLaneFraction"] >= 0.9, (start, figures)
+        assert policy["obstacles"]["stopRate"] is not None, (start, figures)
+        assert policy["obstacles"]["stopRate"] >= 0.8, (start, figures)
+        # It keeps moving like the human does (a parked rover stays in its lane) ...
+        assert margins["human"]["distanceRatio"] >= 0.7, (start, figures)
+        human_moving = by_start["controllers"]["human"]["movingFraction"]
+        assert policy["movingFraction"] >= 0.7 * human_moving, (start, figures)
+    # ... and far better than repeating the last command (handed over: from rest the copycat
+    # has nothing to repeat).
     assert summary["margins"]["copycat"]["inLaneFraction"] >= 0.3, figures
     assert summary["margins"]["copycat"]["stopRate"] >= 0.5, figures
 
@@ -89,20 +93,28 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> Non
     drove = cli("drive", str(checkpoint), "--world", "carracing", *CARRACING_TRACKS)
     assert drove.code == 0, drove.stderr
     summary = drove.last()
-    race = {name: figures["race"] for name, figures in summary["controllers"].items()}
+    race = {
+        start: {name: row["race"] for name, row in by_start["controllers"].items()}
+        for start, by_start in summary["starts"].items()
+    }
     figures = (
         f"carracing data seed {seed}: {complete['steps']} steps, gate {evaluation['status']} "
         f"{evaluation['gateReasons']}, F1 {evaluation['f1']:.3f} blind "
-        f"{evaluation['blind']['f1']:.3f}; reward {race}; margins {summary['margins']}; "
-        "per track (controller, seed, reward, tiles, in lane): "
+        f"{evaluation['blind']['f1']:.3f}; reward per start {race}; margins "
+        f"{summary['margins']}; per track (controller, start, seed, reward, tiles, in lane): "
         + ", ".join(
-            f"({r['controller']}, {r['seed']}, {r['race']['reward']}, "
+            f"({r['controller']}, {r['start']}, {r['seed']}, {r['race']['reward']}, "
             f"{r['race']['tileFraction']}, {r['inLaneFraction']})"
             for r in drove.of("rollout")
         )
     )
     print(figures)
     assert evaluation["status"] == "passed imitation gate", figures
-    assert race["policy"]["reward"] >= 0.8 * race["human"]["reward"], figures
-    for baseline in ("copycat", "blind"):
-        assert race["policy"]["reward"] >= race[baseline]["reward"] + 300, figures
+    assert set(race) == {"handOver", "rest"}, figures
+    for start, rewards in race.items():  # handed a moving car and from rest alike
+        assert rewards["policy"]["reward"] >= 0.8 * rewards["human"]["reward"], (start, figures)
+        for baseline in ("copycat", "blind"):
+            assert rewards["policy"]["reward"] >= rewards[baseline]["reward"] + 300, (
+                start,
+                figures,
+            )
