@@ -138,7 +138,7 @@ class HumanDriver:
         self.idle_until = -math.inf
         self.next_idle = math.inf
         if self.page is not None:
-            self.page.sent = None
+            self.page.forget()
 
     def act(self, t_ms: float, camera: Camera, world: World) -> list[SentCommand]:
         t, rng, style = t_ms, self.rng, self.style

@@ -103,6 +103,10 @@ class KeyboardPage:
         self.sent, self.sent_t = held, t_ms
         return dict(held)
 
+    def forget(self) -> None:
+        """The next `offer` sends whatever is held (a person takes over the rover)."""
+        self.sent = None
+
     def release(self, t_ms: float) -> dict[str, float]:
         """Every key let go: the rest levels, which the page sends (the caller sends them, or
         another key's command in their place, as the stop key does)."""
