@@ -182,6 +182,12 @@ def test_closed_loop_report_has_every_baseline_and_the_margins() -> None:
     assert report.margins["blind"].in_lane_fraction == 0.0
     fields = report.summary_fields()
     assert fields["seeds"] == [0, 1] and set(fields["controllers"]) == set(report.summaries)
+    # This policy sends at every 100 ms tick once handed over: several times the human's rate.
+    rate = report.summaries["policy"].commands_per_second
+    human_rate = report.summaries["human"].commands_per_second
+    assert rate > 3 * human_rate
+    assert report.margins["human"].command_rate_ratio == pytest.approx(rate / human_rate)
+    assert fields["margins"]["human"]["commandRateRatio"] == round(rate / human_rate, 3)
 
 
 def test_the_corridor_s_careful_driver_keeps_closer_to_the_centre_than_the_road_s() -> None:

@@ -368,6 +368,7 @@ class Margin(Generic[GapT]):
     stop_rate: float | None
     distance_ratio: float | None
     stop_distance_ratio: float | None  # the policy's median stopping distance over the baseline's
+    command_rate_ratio: float | None  # the policy's commands per second over the baseline's
     own: GapT  # the world's own figures compared
 
     def event_fields(self) -> dict[str, object]:
@@ -377,6 +378,7 @@ class Margin(Generic[GapT]):
             "stopRate": None if self.stop_rate is None else round(self.stop_rate, 4),
             "distanceRatio": _rounded(self.distance_ratio, 3),
             "stopDistanceRatio": _rounded(self.stop_distance_ratio, 3),
+            "commandRateRatio": _rounded(self.command_rate_ratio, 3),
             **self.own.own_fields(),
         }
 
@@ -402,6 +404,7 @@ def margin(
         stop_rate=stop,
         distance_ratio=ratio(policy.distance_m, baseline.distance_m),
         stop_distance_ratio=ratio(policy.median_stop_distance, baseline.median_stop_distance),
+        command_rate_ratio=ratio(policy.commands_per_second, baseline.commands_per_second),
         own=kind.margin(policy.own, baseline.own),
     )
 
