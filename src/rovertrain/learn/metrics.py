@@ -280,6 +280,52 @@ def scored_slots(schema: Schema) -> np.ndarray:
     return np.array([slot["role"] in SCORED_ROLES for slot in schema], dtype=bool)
 
 
+def slot_metrics(
+    schema: Schema,
+    predicted: np.ndarray,
+    predicted_values: np.ndarray,
+    actual: np.ndarray,
+    target_values: np.ndarray,
+    available: np.ndarray,
+) -> tuple[SlotMetrics, ...]:
+    """Every type of the schema on its own, a signal included ([N, SLOTS] fires, [N, SLOTS,
+    VALUES] values and availability, cut to the schema's slots)."""
+    hit = predicted & actual
+    rows = []
+    for index, slot in enumerate(schema):
+        fired, sent = predicted[:, index], actual[:, index]
+        mask = available[:, index] & sent[:, None]
+        errors = (predicted_values[:, index] - target_values[:, index]) ** 2
+        one = slice(index, index + 1)
+        rows.append(
+            SlotMetrics(
+                type=slot["type"],
+                role=slot["role"],
+                events=int(sent.sum()),
+                predicted=int(fired.sum()),
+                score=Score.of(int(hit[:, index].sum()), int(fired.sum()), int(sent.sum())),
+                numeric_mse=float(errors[mask].mean()) if mask.any() else 0.0,
+                value_agreement=value_agreement(
+                    predicted_values[:, one],
+                    target_values[:, one],
+                    available[:, one],
+                    actual[:, one],
+                ),
+            )
+        )
+    return tuple(rows)
+
+
+def role_recall(
+    schema: Schema, predicted: np.ndarray, actual: np.ndarray, role: str
+) -> tuple[int, float]:
+    """(the person's events of the types with `role`, the share the policy fired on)."""
+    columns = np.array([slot["role"] == role for slot in schema], dtype=bool)
+    events = int(actual[:, columns].sum())
+    hits = int((predicted & actual)[:, columns].sum())
+    return events, hits / events if events else 0.0
+
+
 def event_metrics(
     predicted: np.ndarray,
     predicted_values: np.ndarray,
@@ -296,72 +342,45 @@ def event_metrics(
     `history`: (last values [N, SLOTS, VALUES], recency [N, SLOTS]) from the windows' state
     vectors, for the hold-last baseline and the change/re-send split; None to skip them."""
     slots = len(schema)
-    every_predicted = predicted[:, :slots]
-    every_actual = actual[:, :slots]
+    every_predicted, every_actual = predicted[:, :slots], actual[:, :slots]
+    values, targets, available = (
+        predicted_values[:, :slots],
+        target_values[:, :slots],
+        available[:, :slots],
+    )
+    per_slot = slot_metrics(schema, every_predicted, values, every_actual, targets, available)
     scored = scored_slots(schema)
     predicted = every_predicted & scored
     actual = every_actual & scored
-    true_positive = predicted & actual
-    every_hit = every_predicted & every_actual
-    every_mask = available[:, :slots] & every_actual[:, :, None]
-    mask = available[:, :slots] & actual[:, :, None]
-    errors = (predicted_values[:, :slots] - target_values[:, :slots]) ** 2
-    per_slot = []
-    hits = {"stop": [0, 0], "movement": [0, 0]}  # role -> [actual, true positives]
-    for index, slot in enumerate(schema):
-        tp = int(every_hit[:, index].sum())
-        n_actual = int(every_actual[:, index].sum())
-        n_predicted = int(every_predicted[:, index].sum())
-        slot_mask = every_mask[:, index]
-        slot_mse = float(errors[:, index][slot_mask].mean()) if slot_mask.any() else 0.0
-        per_slot.append(
-            SlotMetrics(
-                type=slot["type"],
-                role=slot["role"],
-                events=n_actual,
-                predicted=n_predicted,
-                score=Score.of(tp, n_predicted, n_actual),
-                numeric_mse=slot_mse,
-                value_agreement=value_agreement(
-                    predicted_values[:, index : index + 1],
-                    target_values[:, index : index + 1],
-                    available[:, index : index + 1],
-                    every_actual[:, index : index + 1],
-                ),
-            )
-        )
-        if slot["role"] in hits:
-            hits[slot["role"]][0] += n_actual
-            hits[slot["role"]][1] += tp
-    (stop_actual, stop_hit), (movement_actual, movement_hit) = hits["stop"], hits["movement"]
+    mask = available & actual[:, :, None]
+    errors = (values - targets) ** 2
+    stop_events, stop_recall = role_recall(schema, every_predicted, every_actual, "stop")
+    movement_events, movement_recall = role_recall(
+        schema, every_predicted, every_actual, "movement"
+    )
     hold_last = None
     if history is not None:
         last_values, recency = history
-        held = (last_values[:, :slots] - target_values[:, :slots]) ** 2
+        held = (last_values[:, :slots] - targets) ** 2
         changes = command_changes(actual, target_values, available, last_values, recency)
-        value_available = available[:, :slots]
         hold_last = HoldLast(
             numeric_mse=float(held[mask].mean()) if mask.any() else None,
-            value_agreement=value_agreement(
-                last_values[:, :slots], target_values[:, :slots], available[:, :slots], actual
-            ),
-            changes=KindScore.of(changes, predicted, errors, held, value_available),
-            resends=KindScore.of(actual & ~changes, predicted, errors, held, value_available),
+            value_agreement=value_agreement(last_values[:, :slots], targets, available, actual),
+            changes=KindScore.of(changes, predicted, errors, held, available),
+            resends=KindScore.of(actual & ~changes, predicted, errors, held, available),
         )
     return EventMetrics(
         windows=int(actual.shape[0]),
         positive_actions=int(actual.sum()),
         predicted_actions=int(predicted.sum()),
-        score=Score.of(int(true_positive.sum()), int(predicted.sum()), int(actual.sum())),
+        score=Score.of(int((predicted & actual).sum()), int(predicted.sum()), int(actual.sum())),
         numeric_mse=float(errors[mask].mean()) if mask.any() else 0.0,
-        value_agreement=value_agreement(
-            predicted_values[:, :slots], target_values[:, :slots], available[:, :slots], actual
-        ),
-        stop_events=stop_actual,
-        stop_recall=stop_hit / stop_actual if stop_actual else 0.0,
-        movement_events=movement_actual,
-        movement_recall=movement_hit / movement_actual if movement_actual else 0.0,
-        per_slot=tuple(per_slot),
+        value_agreement=value_agreement(values, targets, available, actual),
+        stop_events=stop_events,
+        stop_recall=stop_recall,
+        movement_events=movement_events,
+        movement_recall=movement_recall,
+        per_slot=per_slot,
         baselines=frequency_baselines(actual, frequencies[:slots] * scored),
         hold_last=hold_last,
     )
