@@ -20,7 +20,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 import numpy as np
 
@@ -86,15 +86,6 @@ class DrivenSession(TypedDict):
     tilesVisited: int
     reward: float
     ended: str  # "time", "lap" or "off_playfield"
-
-
-class DrivenDataset(TypedDict):
-    root: str
-    job: str
-    sessions: list[DrivenSession]
-    heldOut: list[str]
-    world: str
-    driver: NotRequired[str]
 
 
 class EpisodeResult(TypedDict):
@@ -221,19 +212,11 @@ def write_session(task: SessionTask, driver: str = CONTINUOUS) -> DrivenSession:
     }
 
 
-def write_dataset(request: SynthRequest, workers: int = 2) -> DrivenDataset:
-    """The request's CarRacing recordings under OUT/recordings and a ready OUT/job.json."""
+def write_dataset(request: SynthRequest, workers: int = 2) -> dict[str, object]:
+    """The request's CarRacing recordings under OUT/recordings and a ready OUT/job.json; the
+    `synthesized` event's fields."""
     require_sim_packages()
     ids = prefixed_session_ids(request.sessions, request.seed, WORLD)
     write = functools.partial(write_session, driver=request.driver)
     recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
-    result: DrivenDataset = {
-        "root": str(recorded.root),
-        "job": str(recorded.job),
-        "sessions": recorded.sessions,
-        "heldOut": recorded.held_out,
-        "world": WORLD,
-    }
-    if request.driver != CONTINUOUS:
-        result["driver"] = request.driver
-    return result
+    return recorded.synthesized(WORLD, request.driver)

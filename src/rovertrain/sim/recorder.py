@@ -19,6 +19,7 @@ import numpy as np
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.partition import is_held_out
 from rovertrain.data.recording import FORMAT, CommandLine
+from rovertrain.sim.choices import CONTINUOUS
 from rovertrain.store.layout import Layout
 
 T = TypeVar("T")
@@ -204,6 +205,21 @@ class RecordedDataset(Generic[R]):
     job: Path
     sessions: list[R]  # what each session's writer reports
     held_out: list[str]
+
+    def synthesized(self, world: str | None, driver: str) -> dict[str, object]:
+        """The `synthesized` event's fields; `world` None: the default world, not named; the
+        driver named when not the default (`choices.CONTINUOUS`)."""
+        fields: dict[str, object] = {
+            "root": str(self.root),
+            "job": str(self.job),
+            "sessions": self.sessions,
+            "heldOut": self.held_out,
+        }
+        if world is not None:
+            fields["world"] = world
+        if driver != CONTINUOUS:
+            fields["driver"] = driver
+        return fields
 
 
 def record_dataset(

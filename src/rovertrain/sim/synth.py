@@ -48,17 +48,6 @@ class WrittenSession(TypedDict):
     codec: NotRequired[str]
 
 
-class WrittenDataset(TypedDict):
-    """What `write_dataset` wrote: the `synthesized` event's fields."""
-
-    root: str
-    job: str
-    sessions: list[WrittenSession]
-    heldOut: list[str]
-    world: NotRequired[str]
-    driver: NotRequired[str]
-
-
 def simulate_session(
     scenario: Scenario,
     seconds: float,
@@ -135,8 +124,9 @@ def session_ids(count: int, seed: int, world: str = DEFAULT_WORLD) -> list[str]:
 
 def write_dataset(
     request: SynthRequest, world: str = DEFAULT_WORLD, workers: int = 2
-) -> WrittenDataset:
-    """The request's recordings of `world` under OUT/recordings and a ready OUT/job.json."""
+) -> dict[str, object]:
+    """The request's recordings of `world` under OUT/recordings and a ready OUT/job.json;
+    the `synthesized` event's fields."""
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
     ids = session_ids(request.sessions, request.seed, world)
@@ -144,14 +134,4 @@ def write_dataset(
         write_session, shuffle=request.shuffle_commands, world=world, driver=request.driver
     )
     recorded = record_dataset(request.out, ids, request.seed, request.minutes, write, workers)
-    result: WrittenDataset = {
-        "root": str(recorded.root),
-        "job": str(recorded.job),
-        "sessions": recorded.sessions,
-        "heldOut": recorded.held_out,
-    }
-    if world != DEFAULT_WORLD:
-        result["world"] = world
-    if request.driver != CONTINUOUS:
-        result["driver"] = request.driver
-    return result
+    return recorded.synthesized(None if world == DEFAULT_WORLD else world, request.driver)
