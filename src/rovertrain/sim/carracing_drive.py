@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
-from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, REST
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER
 from rovertrain.sim.drivers import Camera, Controller, SentCommand, TickPolicy
-from rovertrain.sim.hand_over import Copycat, PolicyDriver, start_named
+from rovertrain.sim.hand_over import Copycat, PolicyDriver, rollout_plan, start_named
 from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -235,23 +235,17 @@ def carracing_report(
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
     env = make_env(round(seconds * FPS) + 1)
     rows: list[RolloutMetrics[RaceFigures]] = []
-    filmed: set[int] = set()
     try:
-        for index, start in enumerate(starts):
-            for name in controllers:
-                if name == "human" and index > 0:
-                    continue
-                make = controller_maker(name, policy_factory, driver, start)
-                for seed in seeds:
-                    sink = None
-                    if video is not None and name == "policy" and seed not in filmed:
-                        filmed.add(seed)
-                        sink = video(seed)
-                    trace = race(env, fresh_track(seed), make, seconds, sink)
-                    metrics = race_metrics(trace, seed, REST if name == "human" else start)
-                    rows.append(metrics)
-                    if on_rollout is not None:
-                        on_rollout(metrics, trace)
+        for plan in rollout_plan(starts, controllers):
+            make = controller_maker(plan.controller, policy_factory, driver, plan.start)
+            filmed = video is not None and plan.first and plan.controller == "policy"
+            for seed in seeds:
+                sink = video(seed) if filmed and video is not None else None
+                trace = race(env, fresh_track(seed), make, seconds, sink)
+                metrics = race_metrics(trace, seed, plan.start)
+                rows.append(metrics)
+                if on_rollout is not None:
+                    on_rollout(metrics, trace)
     finally:
         env.close()
     return report_of(WORLD, seeds, seconds, controllers, rows, RACE)

@@ -28,7 +28,7 @@ from typing import Generic
 import numpy as np
 
 from rovertrain.contracts.observation import BLIND_GREY
-from rovertrain.sim.choices import HAND_OVER, HAND_OVER_MS, STARTS
+from rovertrain.sim.choices import HAND_OVER, HAND_OVER_MS, REST, STARTS
 from rovertrain.sim.drivers import (
     KEEPALIVE_MS,
     Camera,
@@ -63,6 +63,36 @@ def start_named(name: str, person: Controller[StateT]) -> Start[StateT]:
     if name not in STARTS:
         raise ValueError(f"unknown start {name!r}; known: {', '.join(STARTS)}")
     return Start(HAND_OVER_MS, lead=person) if name == HAND_OVER else Start()
+
+
+HUMAN = "human"
+"""The world's person as a controller: it drives from rest, its own start."""
+
+
+def taken_at(controller: str, start: str) -> str:
+    """The start a controller's rollout is reported under: the human drives from rest."""
+    return REST if controller == HUMAN else start
+
+
+@dataclass(frozen=True)
+class PlannedRollouts:
+    """One controller's rollouts of a drive: the start it takes the rover at, and whether it
+    is the first start's (the one `drive --out` films)."""
+
+    controller: str
+    start: str
+    first: bool
+
+
+def rollout_plan(starts: Sequence[str], controllers: Sequence[str]) -> list[PlannedRollouts]:
+    """Every controller from every start, start by start, in `controllers`' order; the human
+    once, from rest: its rollout does not depend on the start and is every start's reference."""
+    return [
+        PlannedRollouts(name, taken_at(name, start), index == 0)
+        for index, start in enumerate(starts)
+        for name in controllers
+        if not (name == HUMAN and index > 0)
+    ]
 
 
 class HandedOver(ABC, Generic[StateT]):

@@ -21,9 +21,16 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, REST, STARTS
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, STARTS
 from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
-from rovertrain.sim.hand_over import Copycat, PolicyDriver, Start, start_named
+from rovertrain.sim.hand_over import (
+    Copycat,
+    PolicyDriver,
+    Start,
+    rollout_plan,
+    start_named,
+    taken_at,
+)
 from rovertrain.sim.world import LANE_HALF_WIDTH, REST_RANGE, STEP_MS, Obstacle, World
 from rovertrain.sim.worlds import rollout_scenario
 
@@ -497,8 +504,7 @@ def rollout(
         )
     )
     trace = run_controller(scenario.world, controller, request.seconds, on_frame=on_frame)
-    start = REST if human else request.start
-    return rollout_metrics(trace, request.seed, start), trace
+    return rollout_metrics(trace, request.seed, taken_at(request.controller, request.start)), trace
 
 
 @dataclass(frozen=True)
@@ -520,20 +526,25 @@ class Rollouts:
             return self.controllers
         return ("policy", *BASELINES) if self.policy is not None else ("human", "copycat")
 
-    def requests(self) -> list[RolloutRequest]:
-        """Every rollout, start by start, controller by controller, seed by seed."""
-        requests = []
-        for index, start in enumerate(self.starts):
-            for name in self.names():
-                if name == "human" and index > 0:
-                    continue  # the human's rollout does not depend on the start
-                for seed in self.seeds:
-                    requests.append(
-                        RolloutRequest(
-                            self.world, seed, self.seconds, name, self.policy, start, self.driver
-                        )
-                    )
-        return requests
+    def requests(self) -> list[tuple[RolloutRequest, bool]]:
+        """Every rollout (`hand_over.rollout_plan`), seed by seed, and whether it is of the
+        first start."""
+        return [
+            (
+                RolloutRequest(
+                    self.world,
+                    seed,
+                    self.seconds,
+                    plan.controller,
+                    self.policy,
+                    plan.start,
+                    self.driver,
+                ),
+                plan.first,
+            )
+            for plan in rollout_plan(self.starts, self.names())
+            for seed in self.seeds
+        ]
 
 
 def closed_loop_report(
@@ -545,13 +556,9 @@ def closed_loop_report(
     """The policy and its baselines (human model, copycat, blind policy) on the same seeds.
     `video(seed)` may return a frame sink for the policy's first rollout on that seed."""
     rows: list[RolloutMetrics[NoOwnFigures]] = []
-    filmed: set[int] = set()
-    for request in rollouts.requests():
-        sink = None
-        if video is not None and request.controller == "policy" and request.seed not in filmed:
-            filmed.add(request.seed)
-            sink = video(request.seed)
-        metrics, trace = rollout(request, sink)
+    for request, first in rollouts.requests():
+        filmed = video is not None and first and request.controller == "policy"
+        metrics, trace = rollout(request, video(request.seed) if filmed and video else None)
         rows.append(metrics)
         if on_rollout is not None:
             on_rollout(metrics, trace)
