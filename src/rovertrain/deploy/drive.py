@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.deploy.tick_log import TICKS_FILE, DecisionLog, tick_rows, write_ticks
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.choices import REST, STARTS
+from rovertrain.sim.choices import STARTS
 from rovertrain.sim.registry import lookup
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -65,10 +65,9 @@ class DriveMedia:
         return self.video_sink
 
     def rollout_done(self, metrics: AnyRollout, trace: RolloutTrace) -> None:
-        """Keeps the first seed's rollouts from the first start (and the human's)."""
-        if metrics.seed != self.first_seed or metrics.start not in (FILMED_START, REST):
-            return
-        if metrics.start == REST and metrics.controller != "human":
+        """Keeps the first seed's rollouts from the first start, and the human's (from rest)."""
+        filmed = metrics.start == FILMED_START or metrics.controller == "human"
+        if metrics.seed != self.first_seed or not filmed:
             return
         if metrics.controller == "policy":
             self.close()
