@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rovertrain.data.dataset import Dataset
-from rovertrain.data.field import FieldFigures
 from rovertrain.gate.canary import CanaryJudgement, CanaryVerdict, canary_verdict
 from rovertrain.gate.imitation import GateStatus
 from rovertrain.gate.publication import PublicationDecision
@@ -60,21 +59,15 @@ def judge_canary(root: Path, dataset: Dataset, minutes: float) -> FleetField:
     promotion once this job's own checkpoint is published)."""
     canary, current = pending_canary(root)
     field = dataset.field_by_model()
+    current_field = None if current is None else field.get(current)
+    drove = current_field is not None and current_field.supervised_seconds > 0
     if canary is None:
-        drove = current is not None and drove_supervised(field.get(current))
         return FleetField(None, current is not None, drove)
-    verdict, reason = canary_verdict(
-        field.get(canary.id), None if current is None else field.get(current), minutes
-    )
+    verdict, reason = canary_verdict(field.get(canary.id), current_field, minutes)
     judged = CanaryJudgement(canary.id, verdict, reason, canary.name)
     if verdict is CanaryVerdict.PROMOTED:
         return FleetField(judged, True, True)  # it drove its minutes under supervision
-    drove = current is not None and drove_supervised(field.get(current))
     return FleetField(judged, current is not None, drove)
-
-
-def drove_supervised(figures: FieldFigures | None) -> bool:
-    return figures is not None and figures.supervised_seconds > 0
 
 
 def promote_canary(root: Path, judged: CanaryJudgement | None) -> None:

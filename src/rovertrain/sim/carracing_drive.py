@@ -6,7 +6,7 @@ The loop is the rover's: the environment steps at 50 fps and the car executes th
 every 100 ms through `rovertrain.runtime` with the newest observation; what it sends
 (`decision.send`) goes to the car and back into the policy with `observe_command`.
 
-The starts (`sim.hand_over.STARTS`): handed over, the scripted driver drives the first
+The starts (`sim.choices.STARTS`): handed over, the scripted driver drives the first
 `HAND_OVER_MS` (the car is moving when the policy takes it, as an operator hands over; the
 policy ticks in the shadow and observes those commands, then drives alone); from rest, the
 policy drives the parked car from the first step. The copycat repeats the hand-over's
@@ -198,7 +198,7 @@ def controller_maker(
     start: str = HAND_OVER,
 ) -> Callable[[TrackFollower], Controller[CarPose]]:
     """The scripted driver (at the page of `driver`), or the copycat or a policy driver that
-    takes the car at `start` (`hand_over.STARTS`: handed over by the scripted driver after
+    takes the car at `start` (`choices.STARTS`: handed over by the scripted driver after
     `HAND_OVER_MS`, or from rest)."""
 
     def make(follower: TrackFollower) -> Controller[CarPose]:

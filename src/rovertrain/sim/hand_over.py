@@ -1,7 +1,7 @@
 """The hand-over, one concept for every world: how a rollout starts before the controller under
 test drives, and the two controllers that take a start (`Copycat`, `PolicyDriver`).
 
-`drive` reports every controller from each of the `STARTS` (named in `sim.world_protocol`),
+`drive` reports every controller from each of the `STARTS` (named in `sim.choices`),
 the same for every world:
 
 - `handOver`: the world's person (the human model, CarRacing's scripted driver) drives the

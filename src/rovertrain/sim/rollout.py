@@ -219,7 +219,7 @@ class RolloutMetrics(DrivingFigures, Generic[RowT]):
     bystanders_met: int
     bystanders_warned: int
     own: RowT  # the world's own figures
-    start: str = HAND_OVER  # how the controller got the rover (`hand_over.STARTS`)
+    start: str = HAND_OVER  # how the controller got the rover (`choices.STARTS`)
 
     def event_fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
@@ -476,9 +476,9 @@ def make_controller(
 @dataclass(frozen=True)
 class RolloutRequest:
     """One rollout on a rover world: `controller` on world seed `seed` for `seconds`, taking
-    the rover at `start` (`hand_over.STARTS`; the human drives from rest whatever the start).
+    the rover at `start` (`choices.STARTS`; the human drives from rest whatever the start).
     `policy` makes the policy a policy driver drives (called once per rollout; a cached policy
-    is fine: the driver resets it). `driver`: who the human is (`world_protocol.DRIVERS`)."""
+    is fine: the driver resets it). `driver`: who the human is (`choices.DRIVERS`)."""
 
     world: str
     seed: int
@@ -577,7 +577,7 @@ def report_of(
 ) -> ClosedLoopReport[Row, Pool, Gap]:
     """Every controller's rollouts pooled per start, and the policy's margin over each other
     one; the human's rollouts (from rest) are every start's reference. The report's own
-    summaries and margins are the first start's (`hand_over.STARTS` order: the hand-over)."""
+    summaries and margins are the first start's (`choices.STARTS` order: the hand-over)."""
     driven = {row.start for row in rows if row.controller != "human"} or {HAND_OVER}
     starts = {
         start: start_figures(

@@ -117,12 +117,11 @@ class KeyboardLink:
         return SentCommand(round(t_ms, 1), DRIVE, self.last.values())
 
 
-Link = TeleopLink | KeyboardLink
 LINKS: dict[str, type[TeleopLink] | type[KeyboardLink]] = {
     CONTINUOUS: TeleopLink,
     KEYBOARD: KeyboardLink,
 }
-"""The page a driver sends through, by driver (`world_protocol.DRIVERS`)."""
+"""The page a driver sends through, by driver (`choices.DRIVERS`)."""
 
 
 @dataclass(frozen=True)

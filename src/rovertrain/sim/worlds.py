@@ -287,7 +287,7 @@ def build(
 
 
 ROLLOUT_PROFILES = {CONTINUOUS: "gamepad", KEYBOARD: KEYBOARD_PAGE}
-"""The human of a rollout, by driver (`world_protocol.DRIVERS`)."""
+"""The human of a rollout, by driver (`choices.DRIVERS`)."""
 
 
 def rollout_scenario(
