@@ -9,10 +9,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
+
+from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
 
 REPO = Path(__file__).resolve().parent.parent
 EVENT_SCHEMA = json.loads((REPO / "schemas" / "events.schema.json").read_text())
@@ -36,6 +41,16 @@ FAULTS = REPO / "tests" / "faults"  # sitecustomize.py: fault injection, never i
 
 def _no_constants(name: str) -> Any:
     raise AssertionError(f"stdout carried the non-JSON constant {name}")
+
+
+def no_windows() -> SimpleNamespace:
+    """A window set's labels with no window (a fake dataset's `training` in publication tests)."""
+    return SimpleNamespace(
+        states=np.zeros((0, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
+        fires=np.zeros((0, SLOTS), dtype=np.uint8),
+        values=np.zeros((0, SLOTS, VALUES), dtype=np.float32),
+        available=np.zeros((0, SLOTS, VALUES), dtype=np.uint8),
+    )
 
 
 def parse_events(stdout: bytes | str) -> list[dict[str, Any]]:

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
+from rovertrain.contracts.command_schema import SLOTS, VALUES
 from rovertrain.data.field import FieldFigures
 from rovertrain.gate.canary import CanaryVerdict, canary_verdict
 from rovertrain.gate.imitation import (
@@ -19,7 +21,14 @@ from rovertrain.gate.publication import (
     publication_reasons,
 )
 from rovertrain.job.config import load_job_text
-from rovertrain.learn.metrics import BaselineScore, EventMetrics, HoldLast, KindScore, Score
+from rovertrain.learn.metrics import (
+    BaselineScore,
+    EventMetrics,
+    HoldLast,
+    KindScore,
+    Score,
+    event_metrics,
+)
 
 JOB = load_job_text('{"root": "/x", "sessions": []}')
 GATE, PUBLICATION = JOB.gate, JOB.config.publication
@@ -86,6 +95,36 @@ def test_each_gate_condition(change: dict, args: tuple, reason: str) -> None:
         passing(**change), GATE, expected, support(sessions, unsupported), SEEING
     )
     assert len(reasons) == 1 and reason in reasons[0]
+
+
+def test_the_absolute_value_bar_judges_regressed_values_not_levels() -> None:
+    # A keyboard's turn sent at -1, 0 or 1: one wrong level in five is an MSE of 0.2.
+    levels_only = replace(passing(numeric_mse=0.2), levelled=True)
+    assert levels_only.gated_numeric_mse() is None
+    assert gate_reasons(levels_only, GATE, 500, support(), SEEING) == []
+    # A regressed column beside the levels still meets the bar.
+    mixed = replace(levels_only, regressed_numeric_mse=0.11)
+    (reason,) = gate_reasons(mixed, GATE, 500, support(), SEEING)
+    assert "parameter error above" in reason
+    assert passing(numeric_mse=0.11).gated_numeric_mse() == 0.11  # no levels: every value
+
+
+def test_levelled_metrics_leave_the_levelled_columns_out_of_the_regressed_error() -> None:
+    schema = [{"type": "drive", "values": ["throttle", "turn"], "role": "movement"}]
+    fires = np.ones((4, SLOTS), dtype=bool)
+    targets = np.zeros((4, SLOTS, VALUES), dtype=np.float32)
+    values = targets.copy()
+    values[:, 0, 0] = 1.0  # the throttle's level is wrong every time ...
+    values[:, 0, 1] = 0.1  # ... the regressed turn is 0.1 off
+    available = np.zeros((4, SLOTS, VALUES), dtype=bool)
+    available[:, 0, :2] = True
+    levelled = np.zeros((SLOTS, VALUES), dtype=bool)
+    levelled[0, 0] = True
+    args = (fires, values, fires, targets, available, schema, np.full(SLOTS, 0.5))
+    measured = event_metrics(*args, levelled=levelled)  # type: ignore[arg-type]
+    assert measured.numeric_mse == pytest.approx((1.0 + 0.01) / 2)
+    assert measured.gated_numeric_mse() == pytest.approx(0.01)
+    assert event_metrics(*args).gated_numeric_mse() == pytest.approx(measured.numeric_mse)  # type: ignore[arg-type]
 
 
 def test_recordings_that_never_stop_leave_the_stop_conditions_out() -> None:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import Result
+from conftest import Result, no_windows
 from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.contracts.decision import DecisionRules
 from rovertrain.job.publication import publish
@@ -88,7 +88,8 @@ def test_the_jobs_publication_step_promotes_and_current_json_verifies_it(
             job=SimpleNamespace(seed=0, decision=DecisionRules(0.5, 0.15),
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
-            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict),
+            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict,
+                                    training=no_windows()),
             evaluation=SimpleNamespace(status="passed imitation gate", to_json=to_json),
             decision=SimpleNamespace(promote=promote, distinct_minutes=3.0, to_json=to_json),
         )  # fmt: skip

@@ -39,7 +39,7 @@ def test_predict_covers_every_window_and_computes_the_loss_in_the_same_pass() ->
         for chunk in (slice(0, 32), slice(32, 64), slice(64, 70)):
             batch = batch_tensors(windows, chunk)
             images = batch.channels_last_images()
-            logits, _, shared = policy.eval()(images, batch.states, auxiliary=True)
+            logits, _, shared, _ = policy.eval()(images, batch.states, auxiliary=True)
             event_loss, value_loss = losses(logits, shared, batch, setup)
             total += float(event_loss + value_loss) * len(batch.fires)
             all_logits.append(logits)

@@ -47,7 +47,7 @@ def test_the_event_head_never_sees_the_previous_picture() -> None:
 def test_the_auxiliary_values_come_from_the_event_trunk() -> None:
     policy, (images, states) = _policy(), _inputs()
     with torch.no_grad():
-        logits, values, shared = policy(images, states, auxiliary=True)
+        logits, values, shared, _ = policy(images, states, auxiliary=True)
         plain_logits, plain_values = policy(images, states)
     assert torch.equal(logits, plain_logits) and torch.equal(values, plain_values)
     assert shared.shape == values.shape == (4, SLOTS, VALUES)
@@ -57,7 +57,7 @@ def test_the_auxiliary_values_come_from_the_event_trunk() -> None:
 def test_each_loss_trains_what_it_should() -> None:
     policy, (images, states) = _policy(), _inputs()
     policy.train()
-    logits, _, shared = policy(images, states, auxiliary=True)
+    logits, _, shared, _ = policy(images, states, auxiliary=True)
     (logits.sum() + shared.sum()).backward()
     # The event loss and the auxiliary one never train the value head's own path ...
     own = (*policy.motion.parameters(), *policy.value_state.parameters())
@@ -94,7 +94,13 @@ def test_the_value_path_is_told_apart_by_name_also_under_ddp() -> None:
     policy = _policy()
     own = {
         id(p)
-        for module in (policy.motion, policy.value_state, policy.value_trunk, policy.values)
+        for module in (
+            policy.motion,
+            policy.value_state,
+            policy.value_trunk,
+            policy.values,
+            policy.levels,
+        )
         for p in module.parameters()
     }
     for name, parameter in policy.named_parameters():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
-from rovertrain.contracts.runtime_spec import RuntimeSpec
-from rovertrain.runtime.policy import RoverPolicy, steering_type
+from rovertrain.contracts.runtime_spec import RuntimeSpec, RuntimeSpecError
+from rovertrain.runtime.policy import RoverPolicy, sent_types, steering_type
 
 SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
 ROLES = {"stop": "stop", "drive": "movement", "horn": "other", "crawl": "movement"}
@@ -91,7 +91,11 @@ class ScriptedSession:
         return logits, values
 
 
-def policy(deadband: float | None) -> tuple[RoverPolicy, ScriptedSession]:
+def policy(
+    deadband: float | None,
+    levels: dict[str, Any] | None = None,
+    resend_after: Any = None,
+) -> tuple[RoverPolicy, ScriptedSession]:
     spec: dict[str, Any] = {
         "schema": SCHEMA,
         "threshold": 0.5,
@@ -101,6 +105,10 @@ def policy(deadband: float | None) -> tuple[RoverPolicy, ScriptedSession]:
     }
     if deadband is not None:
         spec["steeringDeadband"] = deadband
+    if levels is not None:
+        spec["output"] = {"values": {"levels": levels}}
+    if resend_after is not None:
+        spec.setdefault("output", {})["resendAfterMs"] = resend_after
     session = ScriptedSession()
     return RoverPolicy(session, RuntimeSpec.from_json(spec)), session
 
@@ -173,3 +181,88 @@ def test_exports_without_a_deadband_fire_from_the_event_head_alone(deadband: flo
     rover.observe_command(0, "drive", {"speed": 0.5, "turn": -0.9})
     assert rover.steering_deadband == 0.0
     assert rover.tick(FRAME, 100).send == QUIET
+
+
+@pytest.mark.parametrize(
+    ("fire", "standing", "expected"),
+    [
+        ({"stop": True, "drive": True, "horn": True}, False, ("stop", "horn")),  # moving: safe
+        ({"stop": True, "drive": True, "horn": False}, True, ("drive",)),  # standing: go
+        ({"stop": True, "drive": False, "horn": False}, True, ("stop",)),
+        ({"stop": False, "drive": True, "crawl": True}, False, ("drive",)),  # schema order
+        ({"stop": False, "drive": False, "horn": True}, True, ("horn",)),
+    ],
+)
+def test_a_rover_is_sent_one_stop_or_movement_command_at_a_time(
+    fire: dict[str, bool], standing: bool, expected: tuple[str, ...]
+) -> None:
+    sent = sent_types(fire, {}, ROLES, standing)
+    assert set(sent) == set(fire)
+    assert {kind for kind, on in sent.items() if on} == set(expected)
+
+
+def test_a_standing_rover_drives_off_when_both_fire_a_moving_one_stops() -> None:
+    rover, session = policy(0.15)
+    session.p["stop"], session.p["drive"] = 0.64, 0.98  # the way cleared, the stop lingers
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})
+    moving = rover.tick(FRAME, 100)
+    assert not moving.standing and moving.send == {"stop": True, "drive": False, "horn": False}
+    rover.observe_command(100, "stop")
+    standing = rover.tick(FRAME, 200)
+    assert standing.standing and standing.send == {"stop": False, "drive": True, "horn": False}
+    assert standing.fire == {"stop": True, "drive": True, "horn": False}  # what the gate scores
+    rover.reset()
+    assert rover.tick(FRAME, 0).send["drive"]  # parked, nothing sent: standing
+
+
+def test_a_value_sent_at_levels_is_never_steered_only_fired() -> None:
+    rover, session = policy(0.15, {"drive": {"turn": [-1.0, 0.0, 1.0]}})
+    assert rover.levelled == {"drive": frozenset({"turn"})}
+    session.turn = 1.0  # a level away from the executed 0: a person would press a key ...
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})
+    assert not rover.tick(FRAME, 100).send["drive"]  # ... when the event head says so
+    session.p["drive"] = 0.9
+    assert rover.tick(FRAME, 200).send["drive"]
+    session.p["drive"] = 0.0
+    rover.observe_command(200, "drive", {"speed": 0.8, "turn": 1.0})  # speed is regressed
+    assert rover.tick(FRAME, 300).steer["drive"]  # 0.5 predicted against 0.8 executed
+
+
+@pytest.mark.parametrize("levels", [[], ["left"], "fast", [True]])
+def test_levels_that_are_not_lists_of_numbers_are_refused(levels: Any) -> None:
+    with pytest.raises(RuntimeSpecError, match=r"output\.values\.levels"):
+        policy(0.15, {"drive": {"turn": levels}})
+
+
+def test_a_re_send_waits_as_long_as_the_person_waited_a_change_does_not() -> None:
+    rover, session = policy(0.15, resend_after={"stop": 200, "drive": 300.0})
+    assert rover.resend_after == {"stop": 200.0, "drive": 300.0}
+    session.p["stop"] = 0.9
+    rover.observe_command(0, "stop")
+    early = rover.tick(FRAME, 100)
+    assert early.fire["stop"] and early.early == "stop" and not early.send["stop"]
+    assert rover.tick(FRAME, 200).send["stop"]  # 200 ms after the last stop: due
+    rover.observe_command(200, "stop")
+    session.p["stop"], session.p["drive"] = 0.0, 0.9
+    assert rover.tick(FRAME, 300).send["drive"]  # a restart is a change: at once
+    rover.observe_command(300, "drive", {"speed": 0.5, "turn": 0.0})
+    session.turn = 0.02  # within the change tolerance of the turn sent: a re-send
+    assert not rover.tick(FRAME, 400).send["drive"]
+    session.turn = 0.6  # another turn: a change, sent at once
+    assert rover.tick(FRAME, 500).send["drive"]
+    session.turn = 0.0
+    assert rover.tick(FRAME, 600).send["drive"]  # 300 ms after: due again
+
+
+def test_an_export_without_re_send_intervals_re_sends_whenever_it_fires() -> None:
+    rover, session = policy(0.15)
+    assert rover.resend_after == {}
+    session.p["stop"] = 0.9
+    rover.observe_command(0, "stop")
+    assert rover.tick(FRAME, 100).send["stop"]
+
+
+@pytest.mark.parametrize("after", [{"stop": -1}, {"stop": "200"}, {"stop": True}, [200]])
+def test_re_send_intervals_that_are_not_milliseconds_are_refused(after: Any) -> None:
+    with pytest.raises(RuntimeSpecError, match="resendAfterMs"):
+        policy(0.15, resend_after=after)

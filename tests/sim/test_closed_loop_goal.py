@@ -1,7 +1,11 @@
-"""Issue 12's goal, per world and data seed (`make test-slow`): with the default job, the
-published model passes the gate and drives: in lane >= 90% of the time and stopped before
-contact for >= 80% of the obstacles over world seeds 0-4 (2-minute rollouts), far above the
-copycat. Each case writes 12 two-minute sessions and trains one job: minutes per case."""
+"""Issue 48's goal, per world, driver and data seed (`make test-slow`): with the default job
+and the same defaults for every cell, the published model passes the gate and drives, handed
+a moving rover and from rest, on fresh world seeds 0-4 (2-minute rollouts): in lane >= 90% of
+the time, stopped before contact for >= 80% of the obstacles at a median distance within
+±50% of the person's, >= 0.8 of the person's distance, at most 1.5× the person's commands
+per second, far above the copycat. Drivers: the continuous one over data seeds 0-4, the
+keyboard page over 0-2 (docs/simulator.md, "Drivers"). Each case writes 12 two-minute
+sessions and trains one job: minutes per case."""
 
 from __future__ import annotations
 
@@ -10,18 +14,19 @@ from pathlib import Path
 import pytest
 
 WORLD_SEEDS = ("--seeds", "5")
+CELLS = [("continuous", seed) for seed in range(5)] + [("keyboard", seed) for seed in range(3)]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize(("driver", "seed"), CELLS)
 @pytest.mark.parametrize("world", ["road", "warehouse"])
 def test_the_default_job_trains_a_policy_that_drives(
-    cli, tmp_path: Path, world: str, seed: int
+    cli, tmp_path: Path, world: str, driver: str, seed: int
 ) -> None:
     root = tmp_path / "root"
     made = cli("synth", "--out", str(root), "--world", world, "--sessions", "12",
-               "--minutes", "2", "--seed", str(seed))  # fmt: skip
+               "--minutes", "2", "--seed", str(seed), "--driver", driver)  # fmt: skip
     assert made.code == 0, made.stderr
     trained = cli("run", "--job", str(root / "job.json"), "--no-progress", timeout=3000)
     assert trained.code == 0, trained.stderr
@@ -30,14 +35,15 @@ def test_the_default_job_trains_a_policy_that_drives(
     evaluation = complete["evaluation"]
     assert evaluation["status"] == "passed imitation gate", evaluation["gateReasons"]
     checkpoint = root / "training" / "checkpoints" / complete["published"]["id"]
-    drove = cli("drive", str(checkpoint), "--world", world, *WORLD_SEEDS, "--seconds", "120")
+    drove = cli("drive", str(checkpoint), "--world", world, *WORLD_SEEDS, "--seconds", "120",
+                "--driver", driver)  # fmt: skip
     assert drove.code == 0, drove.stderr
     summary = drove.last()
     # The cell's figures, for docs/learning.md's table (`make test-slow` prints them, -rP)
     # and for a failure's message (pytest shortens a whole summary to its first keys).
     rollouts = drove.of("rollout")
     figures = (
-        f"{world} data seed {seed}: {complete['steps']} steps, visionGain "
+        f"{world} {driver} data seed {seed}: {complete['steps']} steps, visionGain "
         f"{evaluation['visionGain']}; per start {summary['starts']}; "
         "per world seed (controller, start, seed, in lane, stopped/met, first departure s): "
         + ", ".join(
@@ -55,10 +61,14 @@ def test_the_default_job_trains_a_policy_that_drives(
         assert policy["inLaneFraction"] >= 0.9, (start, figures)
         assert policy["obstacles"]["stopRate"] is not None, (start, figures)
         assert policy["obstacles"]["stopRate"] >= 0.8, (start, figures)
-        # It keeps moving like the human does (a parked rover stays in its lane) ...
-        assert margins["human"]["distanceRatio"] >= 0.7, (start, figures)
+        # ... where the person stops, not where the obstacle comes into view ...
+        assert 0.5 <= margins["human"]["stopDistanceRatio"] <= 1.5, (start, figures)
+        # ... keeps moving like the human does (a parked rover stays in its lane) ...
+        assert margins["human"]["distanceRatio"] >= 0.8, (start, figures)
         human_moving = by_start["controllers"]["human"]["movingFraction"]
         assert policy["movingFraction"] >= 0.7 * human_moving, (start, figures)
+        # ... and sends no more often than a person does.
+        assert margins["human"]["commandRateRatio"] <= 1.5, (start, figures)
     # ... and far better than repeating the last command (handed over: from rest the copycat
     # has nothing to repeat).
     assert summary["margins"]["copycat"]["inLaneFraction"] >= 0.3, figures
@@ -70,17 +80,17 @@ CARRACING_TRACKS = ("--seeds", "10")  # fresh tracks: `drive` never uses a recor
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("seed", range(5))
-def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("driver", "seed"), CELLS)
+def test_the_default_job_drives_carracing(cli, tmp_path: Path, driver: str, seed: int) -> None:
     """Issue 26's goal on a world nobody here wrote: 28 tracks of CarRacing-v3 (a lap each,
     about 13 minutes; the recording driver lapses as a person does), the default job, then
-    30 s on each of 10 fresh tracks: the policy's mean reward at least 0.8 of the attentive
+    30 s on each of 10 fresh tracks, per driver: the policy's mean reward at least 0.85 of the
     scripted driver's, far above the copycat and the blind policy."""
     pytest.importorskip("gymnasium")
     pytest.importorskip("Box2D")
     root = tmp_path / "root"
     made = cli("synth", "--out", str(root), "--world", "carracing", "--sessions", "28",
-               "--minutes", "0.75", "--seed", str(seed))  # fmt: skip
+               "--minutes", "0.75", "--seed", str(seed), "--driver", driver)  # fmt: skip
     assert made.code == 0, made.stderr
     sessions = made.last()["sessions"]
     assert sum(s["frames"] for s in sessions) / 50 / 60 <= 15  # at most 15 minutes recorded
@@ -90,7 +100,8 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> Non
     assert complete["kind"] == "complete" and complete.get("published"), complete
     evaluation = complete["evaluation"]
     checkpoint = root / "training" / "checkpoints" / complete["published"]["id"]
-    drove = cli("drive", str(checkpoint), "--world", "carracing", *CARRACING_TRACKS)
+    drove = cli("drive", str(checkpoint), "--world", "carracing", *CARRACING_TRACKS,
+                "--driver", driver)  # fmt: skip
     assert drove.code == 0, drove.stderr
     summary = drove.last()
     race = {
@@ -98,7 +109,8 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> Non
         for start, by_start in summary["starts"].items()
     }
     figures = (
-        f"carracing data seed {seed}: {complete['steps']} steps, gate {evaluation['status']} "
+        f"carracing {driver} data seed {seed}: {complete['steps']} steps, gate "
+        f"{evaluation['status']} "
         f"{evaluation['gateReasons']}, F1 {evaluation['f1']:.3f} blind "
         f"{evaluation['blind']['f1']:.3f}; reward per start {race}; margins "
         f"{summary['margins']}; per track (controller, start, seed, reward, tiles, in lane): "
@@ -112,7 +124,7 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, seed: int) -> Non
     assert evaluation["status"] == "passed imitation gate", figures
     assert set(race) == {"handOver", "rest"}, figures
     for start, rewards in race.items():  # handed a moving car and from rest alike
-        assert rewards["policy"]["reward"] >= 0.8 * rewards["human"]["reward"], (start, figures)
+        assert rewards["policy"]["reward"] >= 0.85 * rewards["human"]["reward"], (start, figures)
         for baseline in ("copycat", "blind"):
             assert rewards["policy"]["reward"] >= rewards[baseline]["reward"] + 300, (
                 start,

@@ -64,6 +64,7 @@ def test_a_missing_or_altered_target_is_reported_never_followed(cli, tmp_path: P
 def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
+    from conftest import no_windows
     from rovertrain.contracts.command_schema import initial_schema
     from rovertrain.job.publication import publish
 
@@ -74,7 +75,8 @@ def test_publishing_a_promoted_candidate_moves_current_json(tmp_path: Path) -> N
             job=SimpleNamespace(seed=0, decision=DecisionRules(0.4, 0.15),
                                 config=SimpleNamespace(to_json=to_json),
                                 gate=SimpleNamespace(to_json=to_json)),
-            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict),
+            dataset=SimpleNamespace(schema=initial_schema(), accepted=["a"], field_by_model=dict,
+                                    training=no_windows()),
             evaluation=SimpleNamespace(status="passed imitation gate", to_json=to_json),
             decision=SimpleNamespace(promote=promote, distinct_minutes=3.0, to_json=to_json),
         )  # fmt: skip

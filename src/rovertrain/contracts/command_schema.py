@@ -20,6 +20,10 @@ DEFAULT_ROLES = {"stop": "stop", "drive": "movement"}
 
 Role = Literal["stop", "movement", "other"]
 
+CHANGE_TOLERANCE = 0.05
+"""A command whose values all lie within this of the last command of its type is a re-send
+(training's change/re-send split, and the runtime's re-send rule)."""
+
 HUMAN, POLICY = "human", "policy"
 SENDERS = (HUMAN, POLICY)
 """Who sent a command (`by` on a command-log line; absent: a person). A policy's commands are

@@ -11,7 +11,7 @@ model.json holds it) also travels along unchanged for people and other tools.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rovertrain.contracts.command_schema import Schema, validate_schema
 from rovertrain.contracts.decision import (
@@ -94,6 +94,12 @@ class PolicySpec:
     values_per_slot: int
     schema: Schema
     written: JsonObject
+    # Per command type, the values sent at levels (policy version 5, `output.values.levels`):
+    # the runtime never steers them (docs/learning.md, "Values a person sends at a few levels").
+    levelled: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Per command type, how soon the recordings' person re-sent a command that changed
+    # nothing, ms (`output.resendAfterMs`; absent: re-sent whenever it fires).
+    resend_after: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, document: Mapping[str, JsonValue]) -> PolicySpec:
@@ -122,6 +128,8 @@ class PolicySpec:
             values_per_slot=_count(document.get("valuesPerSlot"), "valuesPerSlot", minimum=0),
             schema=schema,
             written=dict(document),
+            levelled=_levelled(document.get("output")),
+            resend_after=_resend_after(document.get("output")),
         )
 
 
@@ -251,6 +259,43 @@ def _count(value: JsonValue, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise RuntimeSpecError(f"{name} must be at least {minimum}, got {value!r}")
     return int(value)
+
+
+def _levelled(output: JsonValue) -> dict[str, frozenset[str]]:
+    """{type: value names} from `output.values.levels`; {} when absent (every value regressed)."""
+    values = output.get("values") if isinstance(output, dict) else None
+    levels = values.get("levels") if isinstance(values, dict) else None
+    if levels is None:
+        return {}
+    named = _object(levels, "output.values.levels")
+    found: dict[str, frozenset[str]] = {}
+    for kind, columns in named.items():
+        per_value = _object(columns, f"output.values.levels.{kind}")
+        for name, listed in per_value.items():
+            if (
+                not isinstance(listed, list)
+                or not listed
+                or not all(
+                    isinstance(level, int | float) and not isinstance(level, bool)
+                    for level in listed
+                )
+            ):
+                raise RuntimeSpecError(f"output.values.levels.{kind}.{name}: a list of numbers")
+        found[kind] = frozenset(per_value)
+    return found
+
+
+def _resend_after(output: JsonValue) -> dict[str, float]:
+    """{type: ms} from `output.resendAfterMs`; {} when absent."""
+    given = output.get("resendAfterMs") if isinstance(output, dict) else None
+    if given is None:
+        return {}
+    found: dict[str, float] = {}
+    for kind, ms in _object(given, "output.resendAfterMs").items():
+        if not isinstance(ms, int | float) or isinstance(ms, bool) or not 0 <= ms < 1e7:
+            raise RuntimeSpecError(f"output.resendAfterMs.{kind}: a number of milliseconds")
+        found[kind] = float(ms)
+    return found
 
 
 def _superseded(encoding: JsonValue) -> bool:

@@ -96,6 +96,7 @@ def gate_reasons(
     """
     g = gate
     value_ratio = measured.value_error_vs_hold_last()
+    value_error = measured.gated_numeric_mse()
     stops_apply = stop_conditions_apply(measured, support)
     conditions: Sequence[tuple[bool, str]] = (
         (
@@ -135,7 +136,7 @@ def gate_reasons(
             "Command F1 does not beat the training-frequency baseline",
         ),
         (
-            measured.numeric_mse <= g.maxNumericMse,
+            value_error is None or value_error <= g.maxNumericMse,
             f"Command parameter error above {g.maxNumericMse:g}",
         ),
         *_camera_conditions(camera, g),

@@ -64,7 +64,9 @@ class Gate:
         0.1,
         0,
         1_000_000,
-        doc="mean squared error of the predicted values on the held-out commands, at most",
+        doc="mean squared error of the predicted values on the held-out commands, at most "
+        "(the regressed values: values sent at levels are judged against the copycat and "
+        "grey frames)",
     )
     minVisionGain: float = knob(
         0.05,

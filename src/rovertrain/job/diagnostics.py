@@ -9,11 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from rovertrain.contracts.command_schema import Schema
-from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.json_types import JsonObject, JsonValue
 from rovertrain.data.dataset import Dataset
 from rovertrain.job.state import StartingWeights
-from rovertrain.learn.policy import specification
 from rovertrain.learn.train import TrainResult
 
 
@@ -54,12 +52,13 @@ class JobDiagnostics:
         self.seconds("probeSeconds", probe_seconds)
         self.seconds("evaluationSeconds", seconds - probe_seconds)
 
-    def finish(self, schema: Schema) -> None:
+    def finish(self, policy: JsonValue) -> None:
+        """`policy`: the published model's specification (model.json's)."""
         self.figures.update(
             cpuSeconds=round(time.process_time() - self.cpu_started, 3),
             peakRssMiB=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             dependencies={"torch": str(torch.__version__), "numpy": str(np.__version__)},
-            policy=specification(schema),
+            policy=policy,
         )
 
     def to_json(self) -> JsonObject:

@@ -17,6 +17,7 @@ from rovertrain.job.evaluation import GateEvaluation
 from rovertrain.job.resume import save_resume
 from rovertrain.job.state import TrainingState
 from rovertrain.learn.policy import Policy, parameter_count, specification
+from rovertrain.learn.resends import resend_after_ms, resend_json
 from rovertrain.store.current import write_current
 from rovertrain.store.layout import Layout
 from rovertrain.store.publish import new_identity, publish_checkpoint
@@ -44,6 +45,14 @@ class Published:
     document: JsonObject  # model.json as written
 
 
+def published_specification(dataset: Dataset, model: Policy) -> JsonObject:
+    """The policy's specification as model.json holds it: with the value levels it was
+    trained with and how soon the person re-sent a command (docs/learning.md)."""
+    training = dataset.training
+    after = resend_after_ms(training.states, training.fires, training.values, training.available)
+    return specification(dataset.schema, model.value_levels(), resend_json(after, dataset.schema))
+
+
 def model_metadata(
     candidate: Candidate, state: TrainingState, model: Policy, model_id: str, name: str
 ) -> JsonObject:
@@ -58,7 +67,7 @@ def model_metadata(
         "trainingSteps": candidate.steps,
         "examplesProcessed": candidate.examples,
         "parameters": parameter_count(model),
-        "specification": specification(dataset.schema),
+        "specification": published_specification(dataset, model),
         **job.decision.to_json(),
         "trainedRovers": list(sorted(state.trained_rovers)),
         "controlProfiles": list(state.control_profiles),

@@ -229,6 +229,8 @@ class Ranks:
             numeric_mask=setup.numeric_mask.to(self.device),
             positive_weight=setup.positive_weight.to(self.device),
             slot_mask=setup.slot_mask.to(self.device),
+            level_values=None if setup.level_values is None else setup.level_values.to(self.device),
+            level_known=None if setup.level_known is None else setup.level_known.to(self.device),
         )
 
     def to_cpu(self, model: Policy, optimizer: torch.optim.Optimizer) -> None:

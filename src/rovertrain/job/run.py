@@ -244,6 +244,7 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     from rovertrain.job import evaluation as ev
     from rovertrain.job.state import StartingWeights, new_footage, starting_weights
     from rovertrain.learn.evaluate import evaluate
+    from rovertrain.learn.levels import ValueLevels
     from rovertrain.learn.losses import loss_setup
 
     config = run.job.config
@@ -264,6 +265,8 @@ def prepare_training(run: JobRun, dataset: Dataset) -> Trainee:
     setup = loss_setup(
         dataset.training, dataset.schema, weights.resendValueWeight, weights.typeChangeEventWeight
     )
+    if not resume:  # a resumed policy keeps the levels it trained on
+        model.use_levels(setup.levels or ValueLevels.none())
     placed_setup = run.ranks.place(model, optimizer, setup)
     scoring = ev.scoring_for(run.job, dataset)
     audit_windows = ev.audit_windows(dataset.training)
@@ -405,5 +408,5 @@ def publish_and_save(
     announce_published(run.stream, published, decision.promote)
     carry_over(run.root, run.state, candidate, trainee.model, trainee.optimizer)
     run.diagnostics.seconds("checkpointSeconds", time.monotonic() - started)
-    run.diagnostics.finish(dataset.schema)
+    run.diagnostics.finish(published.document["specification"])
     return candidate, published

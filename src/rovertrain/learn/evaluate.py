@@ -30,6 +30,7 @@ class Predictions:
     values: np.ndarray  # [N, SLOTS, VALUES] float32
     done: int  # windows predicted (a prefix, when stopped early)
     loss: float | None = None  # mean event + value loss, when a LossSetup was given
+    levelled: np.ndarray | None = None  # bool [SLOTS, VALUES]: columns sent as levels
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ def predict(
         np.zeros((len(windows), SLOTS, VALUES), dtype=np.float32),
         0,
     )
+    result.levelled = model.value_levels().levelled
     total_loss = 0.0
     with torch.inference_mode():
         for start in range(0, len(windows), chunk):
@@ -73,7 +75,7 @@ def predict(
             images = placed.channels_last_images()
             if blind:
                 images = torch.full_like(images, BLIND_GREY)
-            logits, predicted, shared = model(images, placed.states, auxiliary=True)
+            logits, predicted, shared, _ = model(images, placed.states, auxiliary=True)
             logits, predicted, shared = logits.cpu(), predicted.cpu(), shared.cpu()
             result.probabilities[window] = torch.sigmoid(logits.float()).numpy()
             result.values[window] = predicted.float().numpy()
@@ -100,6 +102,7 @@ def score(predictions: Predictions, windows: WindowSet, scoring: Scoring) -> Eve
         scoring.schema,
         scoring.frequencies,
         (last_values_of(windows.states[:done]), recency_of(windows.states[:done])),
+        predictions.levelled,
     )
 
 

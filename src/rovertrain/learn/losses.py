@@ -10,7 +10,11 @@ The event loss counts a window whose command switches between the stop and movem
 with `type_change_event_weight` (1: like any other window): the drive that restarts after a
 stop is rare next to the keepalives and the re-sent stops, and only the camera can tell that
 the way is clear. Weighting every value change instead made the warehouse model fire `drive`
-in three windows of four (docs/learning.md)."""
+in three windows of four (docs/learning.md).
+
+A value column the recordings send at a few levels (`learn.levels`) is scored by the level
+head's cross-entropy against the level sent, not by squared error: squared error is lowest at
+the mean of the levels a state could get, a value no person sends."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import torch.nn.functional as F
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import Batch
+from rovertrain.learn.levels import ValueLevels, discover_levels
 from rovertrain.runtime.state import motion_slots
 
 
@@ -34,6 +39,16 @@ class LossSetup:
     resend_value_weight: float = 1.0
     type_change_event_weight: float = 1.0
     motion_slots: np.ndarray | None = None  # bool [SLOTS]: stop- and movement-role slots
+    levels: ValueLevels | None = None  # the pool's value levels (None: every value regressed)
+    level_values: torch.Tensor | None = None  # [SLOTS, VALUES, MOST_LEVELS] float
+    level_known: torch.Tensor | None = None  # [SLOTS, VALUES, MOST_LEVELS] bool
+
+    @property
+    def levelled(self) -> torch.Tensor | None:
+        """bool [SLOTS, VALUES]: the columns classified over levels; None: none is."""
+        if self.levels is None or self.level_known is None or not self.levels.levelled.any():
+            return None
+        return self.level_known.any(dim=2)
 
 
 def selection_setup(setup: LossSetup) -> LossSetup:
@@ -60,6 +75,7 @@ def loss_setup(
     negatives = len(pool) - positives
     weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
     weight = np.clip(weight, 1.0, 20.0)
+    levels = discover_levels(pool.values, pool.available)
     return LossSetup(
         numeric,
         torch.from_numpy(weight.astype(np.float32)),
@@ -67,11 +83,18 @@ def loss_setup(
         resend_value_weight,
         type_change_event_weight,
         motion,
+        levels,
+        torch.from_numpy(levels.values),
+        torch.from_numpy(levels.known),
     )
 
 
 def losses(
-    logits: torch.Tensor, predictions: torch.Tensor, batch: Batch, setup: LossSetup
+    logits: torch.Tensor,
+    predictions: torch.Tensor,
+    batch: Batch,
+    setup: LossSetup,
+    level_logits: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(event loss, command-value loss), both in float32."""
     logits = logits.float()
@@ -82,16 +105,44 @@ def losses(
     if setup.type_change_event_weight != 1.0:
         per_slot = per_slot * (1.0 + (setup.type_change_event_weight - 1.0) * batch.type_changes)
     event_loss = (per_slot * setup.slot_mask).sum() / (setup.slot_mask.sum() * len(batch.fires))
-    return event_loss, values_loss(predictions, batch, setup)
+    return event_loss, values_loss(predictions, batch, setup, level_logits)
 
 
-def values_loss(predictions: torch.Tensor, batch: Batch, setup: LossSetup) -> torch.Tensor:
+def values_loss(
+    predictions: torch.Tensor,
+    batch: Batch,
+    setup: LossSetup,
+    level_logits: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The command-value loss (float32): squared error on the values sent, the changes
-    weighted 1 and the re-sends `resend_value_weight`."""
+    weighted 1 and the re-sends `resend_value_weight`; with `level_logits` (the value head's),
+    a levelled column's term is the cross-entropy of the level sent, every send weighted 1."""
     predictions = predictions.float()
     kind_weight = batch.changes + (1.0 - batch.changes) * setup.resend_value_weight
-    mask = batch.available * setup.numeric_mask * kind_weight[:, :, None]
+    weight = kind_weight[:, :, None].expand_as(predictions)
+    per_value = (predictions - batch.values) ** 2
+    levelled = setup.levelled
+    if level_logits is not None and levelled is not None:
+        per_value = torch.where(levelled, level_loss(level_logits, batch.values, setup), per_value)
+        # Every send of a level counts: a held key's repeat is the person's decision to keep
+        # the level, and the level they would send now is what the rover must be sent.
+        weight = torch.where(levelled, torch.ones_like(weight), weight)
+    mask = batch.available * setup.numeric_mask * weight
     count = mask.sum()
-    if count > 0:
-        return (((predictions - batch.values) ** 2) * mask).sum() / count
-    return predictions.sum() * 0.0
+    # The level head stays in the graph when it has nothing to learn: DistributedDataParallel
+    # expects a gradient, zero then, for every parameter in every step.
+    unused = 0.0 if level_logits is None else level_logits.float().sum() * 0.0
+    if count <= 0:
+        return predictions.sum() * 0.0 + unused
+    return (per_value * mask).sum() / count + unused
+
+
+def level_loss(level_logits: torch.Tensor, values: torch.Tensor, setup: LossSetup) -> torch.Tensor:
+    """[N, SLOTS, VALUES]: each value's cross-entropy against its nearest level (finite, and
+    meaningless, in a column without levels)."""
+    assert setup.level_values is not None and setup.level_known is not None
+    known = setup.level_known
+    distance = (values[..., None] - setup.level_values).abs().masked_fill(~known, float("inf"))
+    target = distance.argmin(dim=3, keepdim=True)
+    logits = level_logits.float().masked_fill(~known, -1e4)
+    return torch.logsumexp(logits, dim=3) - torch.gather(logits, 3, target).squeeze(3)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import Schema
+from rovertrain.contracts.command_schema import CHANGE_TOLERANCE, Schema
 from rovertrain.contracts.json_types import JsonObject
 
 
@@ -81,10 +82,6 @@ def value_agreement(
         return None
     close = (np.abs(predicted_values - target_values) <= VALUE_AGREEMENT) | ~available
     return float(close.all(axis=2)[bearing].mean())
-
-
-CHANGE_TOLERANCE = 0.05
-"""A command whose values all lie within this of the last command of its type is a re-send."""
 
 
 def command_changes(
@@ -199,6 +196,15 @@ class EventMetrics:
     baselines: tuple[BaselineScore, ...]
     hold_last: HoldLast | None = None
     value_agreement: float | None = None  # `value_agreement` over the scored types
+    levelled: bool = False  # some value column is sent as levels (`learn.levels`)
+    regressed_numeric_mse: float | None = None  # over the other columns; None: none sent
+
+    def gated_numeric_mse(self) -> float | None:
+        """The value error the gate's absolute bar (`maxNumericMse`) judges: over the
+        regressed values. A wrong level costs its whole gap squared (a turn of 1 for 0: 1.0),
+        so an absolute bar in value units says nothing about levels; they are judged by the
+        relative rules (against repeating the last command, against grey frames)."""
+        return self.regressed_numeric_mse if self.levelled else self.numeric_mse
 
     def value_error_vs_hold_last(self) -> float | None:
         """Value MSE over the hold-last baseline's, on the commands that change what the rover
@@ -231,6 +237,7 @@ class EventMetrics:
             "predictedActions": self.predicted_actions,
             **self.score.to_json(),
             "numericMse": self.numeric_mse,
+            "regressedNumericMse": self.gated_numeric_mse(),
             "valueAgreement": self.value_agreement,
             "stopEvents": self.stop_events,
             "stopRecall": self.stop_recall,
@@ -335,12 +342,14 @@ def event_metrics(
     schema: Schema,
     frequencies: np.ndarray,
     history: tuple[np.ndarray, np.ndarray] | None = None,
+    levelled: np.ndarray | None = None,
 ) -> EventMetrics:
     """Per type, every type of the schema; overall (precision, recall, F1, value error, the
     baselines, the change/re-send split), the types of `scored_slots`.
 
     `history`: (last values [N, SLOTS, VALUES], recency [N, SLOTS]) from the windows' state
-    vectors, for the hold-last baseline and the change/re-send split; None to skip them."""
+    vectors, for the hold-last baseline and the change/re-send split; None to skip them.
+    `levelled`: bool [SLOTS, VALUES], the value columns the policy sends as levels."""
     slots = len(schema)
     every_predicted, every_actual = predicted[:, :slots], actual[:, :slots]
     values, targets, available = (
@@ -383,7 +392,20 @@ def event_metrics(
         per_slot=per_slot,
         baselines=frequency_baselines(actual, frequencies[:slots] * scored),
         hold_last=hold_last,
+        **levelled_fields(errors, mask, levelled),
     )
+
+
+def levelled_fields(
+    errors: np.ndarray, mask: np.ndarray, levelled: np.ndarray | None
+) -> dict[str, Any]:
+    """EventMetrics' `levelled` and `regressed_numeric_mse` ([N, S, V] squared errors and the
+    mask of the values scored, cut to the schema's S slots)."""
+    if levelled is None or not levelled.any():
+        return {"levelled": False, "regressed_numeric_mse": None}
+    regressed = mask & ~levelled[None, : mask.shape[1]]
+    mse = float(errors[regressed].mean()) if regressed.any() else None
+    return {"levelled": True, "regressed_numeric_mse": mse}
 
 
 def natural_frequencies(usable_windows: int, command_windows: np.ndarray) -> np.ndarray:

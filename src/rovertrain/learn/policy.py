@@ -27,17 +27,20 @@ from rovertrain.contracts.observation import (
     SUPERSEDED_WITHOUT_BINS,
     TICK_MS,
 )
+from rovertrain.learn.levels import MOST_LEVELS, ValueLevels
 
-VERSION = 4
+VERSION = 5
 """Bumped whenever inputs, outputs or architecture change; old resume files become invalid.
 2: the image input stacks the previous tick's frame (`FRAME_HISTORY`).
 3: the value head's own path (the picture's features, the motion between the two frames row
 by row, its own reading of the state); the event head sees this tick's frame and the whole
 state.
 4: the state shows a superseded stop- or movement-role type without its 100 ms bins
-(`runtime.state.superseded_motion`; `input.state.superseded` in the specification)."""
+(`runtime.state.superseded_motion`; `input.state.superseded` in the specification).
+5: a value column the recordings send at a few levels is classified over them, the most
+likely level sent (`learn.levels`; `output.values.levels` in the specification)."""
 
-VALUE_PATH = ("motion", "value_state", "value_trunk", "values")
+VALUE_PATH = ("motion", "value_state", "value_trunk", "values", "levels")
 """The value head's own modules. Everything else (the shared encoder, the event trunk and its
 heads) trains exactly as the one-head policy did: clipped on its own (`in_value_path`)."""
 
@@ -104,6 +107,32 @@ class Policy(nn.Module):
         )
         self.value_trunk = nn.Sequential(nn.Linear(128 + 32 + 64, 128), nn.ReLU(inplace=True))
         self.values = nn.Linear(128, SLOTS * VALUES)
+        # Built last, so every other module draws the initial weights it drew before levels.
+        self.levels = nn.Linear(128, SLOTS * VALUES * MOST_LEVELS)
+        self.level_values: torch.Tensor
+        self.level_known: torch.Tensor
+        self.register_buffer("level_values", torch.zeros(SLOTS, VALUES, MOST_LEVELS))
+        self.register_buffer("level_known", torch.zeros(SLOTS, VALUES, MOST_LEVELS))
+
+    def use_levels(self, levels: ValueLevels) -> None:
+        """Classify the columns `levels` names (a fresh policy regresses every column)."""
+        device = self.level_values.device
+        self.level_values.copy_(torch.from_numpy(levels.values).to(device))
+        self.level_known.copy_(torch.from_numpy(levels.known.astype("float32")).to(device))
+
+    def value_levels(self) -> ValueLevels:
+        return ValueLevels(
+            self.level_values.detach().cpu().numpy().copy(),
+            self.level_known.detach().cpu().numpy() > 0.5,
+        )
+
+    def sent_values(self, regressed: torch.Tensor, level_logits: torch.Tensor) -> torch.Tensor:
+        """The values sent: a levelled column's most likely level, the others regressed."""
+        unknown = self.level_known <= 0.5
+        chosen = level_logits.float().masked_fill(unknown, -1e4).argmax(dim=3, keepdim=True)
+        table = self.level_values.expand(level_logits.shape)
+        snapped = torch.gather(table, 3, chosen).squeeze(3)
+        return torch.where(self.level_known.amax(dim=2) > 0.5, snapped, regressed.float())
 
     @overload
     def forward(
@@ -119,7 +148,7 @@ class Policy(nn.Module):
         images: torch.Tensor,
         states: torch.Tensor,
         auxiliary: Literal[True],
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
     def forward(
         self,
@@ -128,8 +157,9 @@ class Policy(nn.Module):
         auxiliary: bool = False,
     ) -> tuple[torch.Tensor, ...]:
         """images: uint8 or float, N×C×H×W (C: the frame history's channels, this tick's
-        first); states: float N×S. Returns (logits, values); with
-        `auxiliary` (training) also the event trunk's value prediction (never sent)."""
+        first); states: float N×S. Returns (logits, values sent); with `auxiliary`
+        (training) also the event trunk's value prediction (never sent) and the level head's
+        logits N×SLOTS×VALUES×MOST_LEVELS."""
         if images.dtype == torch.uint8:
             images = images.float() * (1.0 / 255.0)
         images = (images - PIXEL_MEAN) * (1.0 / PIXEL_STD)
@@ -138,11 +168,13 @@ class Policy(nn.Module):
         timing = self.value_state(states)
         moving = self.motion(images.mean(dim=3))
         value_hidden = self.value_trunk(torch.cat([seen.detach(), moving, timing], dim=1))
-        values = torch.tanh(self.values(value_hidden)).view(-1, SLOTS, VALUES)
+        regressed = torch.tanh(self.values(value_hidden)).view(-1, SLOTS, VALUES)
+        level_logits = self.levels(value_hidden).view(-1, SLOTS, VALUES, MOST_LEVELS)
+        values = self.sent_values(regressed, level_logits)
         if not auxiliary:
             return self.events(hidden), values
         shared = torch.tanh(self.shared_values(hidden)).view(-1, SLOTS, VALUES)
-        return self.events(hidden), values, shared
+        return self.events(hidden), values, shared, level_logits
 
 
 def in_value_path(name: str) -> bool:
@@ -163,7 +195,20 @@ def _policy_parameters() -> int:
     return sum(parameter.numel() for parameter in Policy().parameters())
 
 
-def specification(schema: Schema) -> dict[str, Any]:
+def specification(
+    schema: Schema,
+    levels: ValueLevels | None = None,
+    resend_after: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """What a consumer needs to run the weights; `levels`: the value columns classified over
+    levels (`output.values.levels`, {type: {value: [levels]}}; absent: every value regressed);
+    `resend_after`: per type, how soon the recordings' person re-sent a command that changed
+    nothing (`output.resendAfterMs`, `learn.resends`; absent: re-sent whenever it fires)."""
+    named = levels.to_json(schema) if levels is not None else {}
+    values: dict[str, Any] = {"shape": [SLOTS, VALUES], "activation": "tanh"}
+    if named:
+        values["levels"] = named
+        values["activation"] = "tanh; a column with levels sends its most likely level"
     return {
         "version": VERSION,
         "architecture": "cnn4-state-mlp+row-motion-values",
@@ -200,8 +245,9 @@ def specification(schema: Schema) -> dict[str, Any]:
         },
         "output": {
             "eventLogits": {"shape": [SLOTS], "activation": "sigmoid"},
-            "values": {"shape": [SLOTS, VALUES], "activation": "tanh"},
+            "values": values,
             "meaning": f"slot fires within [tick, tick + {TICK_MS} ms) with these values",
+            **({"resendAfterMs": resend_after} if resend_after else {}),
         },
         "slots": SLOTS,
         "valuesPerSlot": VALUES,

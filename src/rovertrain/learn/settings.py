@@ -78,7 +78,8 @@ class LossWeights:
         1,
         doc="weight of a re-send (same values as the last command of its type) in the value "
         "loss, against 1 for a change: below 1 the value head learns what to send from the "
-        "camera instead of copying the last command (docs/learning.md)",
+        "camera instead of copying the last command (docs/learning.md); a value sent at a few "
+        "levels counts every send (a held key's repeat keeps the level)",
     )
     typeChangeEventWeight: float = knob(
         4.0,

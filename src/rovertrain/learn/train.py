@@ -252,8 +252,8 @@ def training_step(
     images, states = model_inputs(batch, plan, generator, share, len(chosen))
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=plan.hyper.bf16):
-        logits, predictions, shared = model(images, states, auxiliary=True)
-    event_loss, value_loss = losses(logits, predictions, batch, plan.setup)
+        logits, predictions, shared, level_logits = model(images, states, auxiliary=True)
+    event_loss, value_loss = losses(logits, predictions, batch, plan.setup, level_logits)
     # The event trunk's own value prediction: never sent, its loss shapes what the events see.
     value_loss = value_loss + values_loss(shared, batch, plan.setup)
     loss = event_loss + value_loss

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import HUMAN, SENDERS, SLOTS
+from rovertrain.contracts.command_schema import CHANGE_TOLERANCE, HUMAN, SENDERS, SLOTS
 from rovertrain.contracts.observation import (
     FRAME_HISTORY,
     OBS_HEIGHT,
@@ -51,6 +51,9 @@ __all__ = [
     "InferenceSession",
     "PolicyFileError",
     "RoverPolicy",
+    "SentMotion",
+    "early_resend",
+    "sent_types",
     "steering_type",
 ]
 
@@ -84,11 +87,79 @@ class Decision:
     image: np.ndarray  # uint8 1×C×H×W, the model's image input
     state: np.ndarray  # float32 1×S, the model's state input
     steer: dict[str, bool] = field(default_factory=dict)
+    roles: Mapping[str, str] = field(default_factory=dict)
+    standing: bool = False  # the rover executes no movement (stopped, or nothing sent yet)
+    early: str | None = None  # a type whose sending now would be an early re-send
 
     @property
     def send(self) -> dict[str, bool]:
-        """What a rover driven by this policy sends now: fired or steering."""
-        return {kind: fired or self.steer.get(kind, False) for kind, fired in self.fire.items()}
+        """What a rover driven by this policy sends now: fired or steering, of the stop- and
+        movement-role types one at most (`sent_types`), and no early re-send
+        (`early_resend`)."""
+        chosen = sent_types(self.fire, self.steer, self.roles, self.standing)
+        if self.early is not None and chosen.get(self.early):
+            chosen[self.early] = False
+        return chosen
+
+
+@dataclass(frozen=True)
+class SentMotion:
+    """A stop- or movement-role command as it was sent."""
+
+    t_ms: float
+    type: str
+    values: dict[str, float]
+
+
+def early_resend(
+    predicted: Mapping[str, Mapping[str, float]],
+    last: SentMotion | None,
+    t_ms: float,
+    resend_after: Mapping[str, float],
+) -> str | None:
+    """The type whose sending now would re-send the last stop- or movement-role command
+    (`last`: the same type, every predicted value within `CHANGE_TOLERANCE` of the one sent)
+    sooner than the recordings' person re-sent it (`resend_after`, ms; a type without one is
+    re-sent whenever it fires); else None. A change goes out at once.
+
+    Why: the event head fires a re-send where one is likely, and after its own re-send 100 ms
+    ago one is as likely as after the person's 150-250 ms: a keyboard policy re-sent its stop
+    at every tick while it waited (2.3 times the person's stops) (docs/learning.md,
+    "Which command a rover sends")."""
+    if last is None or t_ms - last.t_ms >= resend_after.get(last.type, 0.0):
+        return None
+    values = predicted.get(last.type, {})
+    same = all(
+        abs(float(values.get(name, sent)) - sent) <= CHANGE_TOLERANCE
+        for name, sent in last.values.items()
+    )
+    return last.type if same else None
+
+
+def sent_types(
+    fire: Mapping[str, bool],
+    steer: Mapping[str, bool],
+    roles: Mapping[str, str],
+    standing: bool,
+) -> dict[str, bool]:
+    """Every type that fires or steers, except that a rover executes one stop- or
+    movement-role command at a time: while it moves a firing stop wins (the safe choice);
+    while it stands (`standing`: after a stop, or before anything was sent) a firing movement
+    type wins over a firing stop; among several movement types the first in the schema.
+
+    Why: re-sending a stop to a rover that stands changes nothing, and a person who waits
+    there and sends anything else sends the command that gets it going. With the stop always
+    winning, a policy whose stop probability stayed above the threshold after the way cleared
+    (0.64, while its drive probability rose to 0.98: keyboard recordings hold the stop key and
+    repeat it for seconds) never drove again (docs/learning.md, "Which command a rover
+    sends")."""
+    chosen = {kind: fired or steer.get(kind, False) for kind, fired in fire.items()}
+    stops = [kind for kind, on in chosen.items() if on and roles.get(kind) == "stop"]
+    moves = [kind for kind, on in chosen.items() if on and roles.get(kind) == "movement"]
+    keep = moves[:1] if moves and (standing or not stops) else stops[:1]
+    for kind in (*stops, *moves):
+        chosen[kind] = kind in keep
+    return chosen
 
 
 def steering_type(
@@ -120,6 +191,20 @@ def steering_type(
         abs(value - float(executed.get(name, 0.0))) > deadband for name, value in predicted.items()
     )
     return kind if moved else None
+
+
+def regressed_values(
+    values: Mapping[str, Mapping[str, float]], levelled: Mapping[str, frozenset[str]]
+) -> dict[str, dict[str, float]]:
+    """The values the steering rule compares: the regressed ones. A value sent at levels
+    changes only when the event head fires: a key press is an event. Steered, a keyboard road
+    policy changed its turn between two levels at every tick (9.3 commands per second against
+    the person's 5.1) and kept 92.5% in lane; without, 98.8% (docs/learning.md, "Values a
+    person sends at a few levels")."""
+    return {
+        kind: {name: v for name, v in named.items() if name not in levelled.get(kind, ())}
+        for kind, named in values.items()
+    }
 
 
 def read_verified(directory: Path) -> dict[str, bytes]:
@@ -181,16 +266,18 @@ class RoverPolicy:
                 f"{FRAME_HISTORY}: export it with a matching rovertrain"
             )
         self.roles = spec.roles
+        self.levelled = spec.policy.levelled
         # The previous tick's model picture (HWC) and its tick time, for the frame history.
         self.previous: tuple[float, np.ndarray] | None = None
         # Supervised driving (`engage`): whether the policy drives now, and how often a
         # person took the rover back since `load` or `reset`.
         self.engaged = False
         self.take_overs = 0
-        # What the rover executes as of the latest tick (the last stop- or movement-role
-        # command before it; None: stopped or nothing sent), and what was sent since.
-        self.executing: tuple[str, dict[str, float]] | None = None
-        self.pending_execution: list[tuple[float, tuple[str, dict[str, float]] | None]] = []
+        # The last stop- or movement-role command before the latest tick (None: nothing
+        # sent), and those sent since.
+        self.last_motion: SentMotion | None = None
+        self.pending_motion: list[SentMotion] = []
+        self.resend_after = spec.policy.resend_after
         self.tracker = StateTracker(self.schema, given.state.superseded_without_bins)
         self.rotation = 0
 
@@ -223,8 +310,8 @@ class RoverPolicy:
     def reset(self) -> None:
         """Forget every command and tick (a new drive)."""
         self.tracker.reset()
-        self.executing = None
-        self.pending_execution = []
+        self.last_motion = None
+        self.pending_motion = []
         self.previous = None
         self.engaged = False
         self.take_overs = 0
@@ -260,9 +347,18 @@ class RoverPolicy:
             self.engaged = False
             self.take_overs += 1
         if known and role in ("movement", "stop"):
-            executed = (command_type, {name: float(v) for name, v in values.items()})
-            self.pending_execution.append((float(t_ms), executed if role == "movement" else None))
+            sent = {name: float(v) for name, v in values.items()}
+            self.pending_motion.append(SentMotion(float(t_ms), command_type, sent))
         return known
+
+    @property
+    def executing(self) -> tuple[str, dict[str, float]] | None:
+        """What the rover executes as of the latest tick: the last movement command, None
+        after a stop or before anything was sent."""
+        last = self.last_motion
+        if last is None or self.roles.get(last.type) != "movement":
+            return None
+        return last.type, last.values
 
     def previous_is_one_tick_before(self, t_ms: float) -> bool:
         """The last picture was given one tick before `t_ms`: between half a tick and a tick
@@ -305,15 +401,17 @@ class RoverPolicy:
             named[command_type] = {
                 name: float(row[column]) for column, name in enumerate(self.value_names[slot])
             }
-        still_pending = []
-        for t, executed in self.pending_execution:
-            if t < t_ms:
-                self.executing = executed
-            else:
-                still_pending.append((t, executed))
-        self.pending_execution = still_pending
+        for sent in [sent for sent in self.pending_motion if sent.t_ms < t_ms]:
+            self.last_motion = sent
+        self.pending_motion = [sent for sent in self.pending_motion if sent.t_ms >= t_ms]
         steer = dict.fromkeys(self.types, False)
-        steering = steering_type(fire, named, self.roles, self.executing, self.steering_deadband)
+        steerable = regressed_values(named, self.levelled)
+        deadband = self.steering_deadband
+        steering = steering_type(fire, steerable, self.roles, self.executing, deadband)
         if steering is not None:
             steer[steering] = True
-        return Decision(float(t_ms), fire, chance, named, image, state, steer)
+        standing = self.executing is None
+        early = early_resend(named, self.last_motion, float(t_ms), self.resend_after)
+        return Decision(
+            float(t_ms), fire, chance, named, image, state, steer, self.roles, standing, early
+        )

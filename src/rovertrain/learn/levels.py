@@ -1,0 +1,103 @@
+"""Value levels: the few values a person's page sends, discovered from the recordings.
+
+A keyboard page, a button pad or a person who taps sends each command value at a few fixed
+levels (a turn of -1, 0 or 1; gas 0.4, nothing or brake -0.6). A value head trained with
+squared error predicts the mean of the levels a state could get: a value no person sends
+(half a turn), or, where the levels are far apart and one is more likely, the wrong one (the
+coast between the gas and the brake, CarRacing keyboard: the car never gets going). For such a
+value the policy classifies instead: one class per level, the most likely level sent.
+
+The recordings, not a knob, decide: a value column is levelled when the training windows send
+it at no more than `MOST_LEVELS` distinct values, these cover `LEVEL_COVERAGE` of its sends
+and it was sent at least `FEWEST_SENDS` times. A joystick, a slider or a browser's analogue
+stick sends hundreds of distinct values: regressed as before. Pure (numpy only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
+
+MOST_LEVELS = 8
+"""Most levels one value column may have to be classified (a keyboard page sends 2-3 per value,
+a button pad a few more); also the width of the policy's level head."""
+LEVEL_COVERAGE = 0.995
+"""The share of a column's sends its levels must cover (a hand-edited log line or a value
+typed once does not make a joystick's column continuous, nor a keyboard's)."""
+FEWEST_SENDS = 20
+"""Fewer sends than this say nothing about a column: it is regressed."""
+LEVEL_DECIMALS = 4
+"""Values equal to this many decimals are one level (a page's levels are exact numbers; a
+float32 round trip is not)."""
+
+
+@dataclass(frozen=True)
+class ValueLevels:
+    """`values` [SLOTS, VALUES, MOST_LEVELS] float32 (ascending, unused entries 0) and `known`
+    [SLOTS, VALUES, MOST_LEVELS] bool: which entries are levels. A column without any is
+    regressed."""
+
+    values: np.ndarray
+    known: np.ndarray
+
+    @staticmethod
+    def none() -> ValueLevels:
+        shape = (SLOTS, VALUES, MOST_LEVELS)
+        return ValueLevels(np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=bool))
+
+    @property
+    def levelled(self) -> np.ndarray:
+        """bool [SLOTS, VALUES]: the columns sent as levels."""
+        return np.asarray(self.known.any(axis=2))
+
+    def of(self, slot: int, column: int) -> list[float]:
+        """A column's levels, ascending, as the recordings wrote them (float32 undone)."""
+        known = self.values[slot, column][self.known[slot, column]]
+        return [round(float(v), LEVEL_DECIMALS) for v in known]
+
+    def to_json(self, schema: Schema) -> dict[str, dict[str, list[float]]]:
+        """{type: {value name: [levels]}} for the levelled columns (model.json)."""
+        named: dict[str, dict[str, list[float]]] = {}
+        for slot, entry in enumerate(schema[:SLOTS]):
+            for column, name in enumerate(entry["values"][:VALUES]):
+                if self.known[slot, column].any():
+                    named.setdefault(entry["type"], {})[name] = self.of(slot, column)
+        return named
+
+
+def column_levels(sent: np.ndarray) -> list[float] | None:
+    """The levels of one value column's sends (float, any shape), or None: regressed."""
+    if sent.size < FEWEST_SENDS:
+        return None
+    distinct, counts = np.unique(
+        np.round(sent.astype(np.float64), LEVEL_DECIMALS), return_counts=True
+    )
+    order = np.argsort(-counts, kind="stable")[:MOST_LEVELS]
+    if counts[order].sum() < LEVEL_COVERAGE * sent.size:
+        return None
+    return sorted(float(level) for level in distinct[order])
+
+
+def discover_levels(values: np.ndarray, available: np.ndarray) -> ValueLevels:
+    """The levels of every column of the windows' sends ([N, SLOTS, VALUES] values and
+    `available`, as a window set holds them)."""
+    found = ValueLevels.none()
+    for slot in range(SLOTS):
+        for column in range(VALUES):
+            levels = column_levels(values[:, slot, column][available[:, slot, column].astype(bool)])
+            if levels is not None:
+                found.values[slot, column, : len(levels)] = levels
+                found.known[slot, column, : len(levels)] = True
+    return found
+
+
+def level_targets(values: np.ndarray, levels: ValueLevels) -> np.ndarray:
+    """int64 [N, SLOTS, VALUES]: the index of the level nearest each value (0 where a column
+    has none: masked out by the loss)."""
+    distance = np.abs(values[..., None] - levels.values[None])
+    distance = np.where(levels.known[None], distance, np.inf)
+    nearest = distance.argmin(axis=3)
+    return np.where(levels.levelled[None], nearest, 0).astype(np.int64)
