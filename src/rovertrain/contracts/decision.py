@@ -38,7 +38,7 @@ class DecisionRules:
         before=0.0,
         doc="closed loop: the published policy re-sends its movement command when a predicted "
         "value moves more than this from what the rover executes, fired or not (0: only when "
-        "the event head fires)",
+        "the event head fires; a value sent at levels changes only when it fires)",
     )
 
     def to_json(self) -> dict[str, float]:
