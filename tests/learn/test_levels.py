@@ -17,9 +17,8 @@ from rovertrain.learn.levels import (
     ValueLevels,
     column_levels,
     discover_levels,
-    level_targets,
 )
-from rovertrain.learn.losses import loss_setup, losses
+from rovertrain.learn.losses import level_loss, loss_setup, losses
 from rovertrain.learn.policy import Policy, specification
 
 
@@ -65,7 +64,15 @@ def test_discovery_covers_every_slot_and_column_and_targets_the_nearest_level() 
     assert levels.to_json(initial_schema()) == {"drive": {"speed": [0.6], "turn": [-1.0, 0.0, 1.0]}}
     probe = np.zeros((3, SLOTS, VALUES), dtype=np.float32)
     probe[:, 1, 1] = [-0.8, 0.2, 0.7]
-    assert level_targets(probe, levels)[:, 1, 1].tolist() == [0, 1, 2]
+    # The loss's target is the nearest level: only a head sure of it has no loss.
+    setup = loss_setup(learnable_windows(4), initial_schema())
+    setup.level_values, setup.level_known = (
+        torch.from_numpy(levels.values),
+        torch.from_numpy(levels.known),
+    )
+    sure = torch.full((3, SLOTS, VALUES, MOST_LEVELS), -50.0)
+    sure[[0, 1, 2], 1, 1, [0, 1, 2]] = 50.0
+    assert level_loss(sure, torch.from_numpy(probe), setup)[:, 1, 1].max() < 1e-6
     # A column without sends (values unavailable) is regressed.
     assert not discover_levels(values, np.zeros_like(available)).levelled.any()
 

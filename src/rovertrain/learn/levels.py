@@ -92,12 +92,3 @@ def discover_levels(values: np.ndarray, available: np.ndarray) -> ValueLevels:
                 found.values[slot, column, : len(levels)] = levels
                 found.known[slot, column, : len(levels)] = True
     return found
-
-
-def level_targets(values: np.ndarray, levels: ValueLevels) -> np.ndarray:
-    """int64 [N, SLOTS, VALUES]: the index of the level nearest each value (0 where a column
-    has none: masked out by the loss)."""
-    distance = np.abs(values[..., None] - levels.values[None])
-    distance = np.where(levels.known[None], distance, np.inf)
-    nearest = distance.argmin(axis=3)
-    return np.where(levels.levelled[None], nearest, 0).astype(np.int64)
