@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml packages/rovertrain-runtime/pyproject.toml constraints.
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e packages/rovertrain-runtime \
-	  -e '.[dev,report,deploy,import,bench,sim]'
+	  -e '.[dev,report,deploy,import,rosbag,bench,sim]'
 	touch $(STAMP)
 
 lint: install

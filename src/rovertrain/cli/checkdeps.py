@@ -65,6 +65,7 @@ def check_dependencies() -> JsonObject:
             ) from None
         versions[name] = _version(name, module)
     versions["deploy"] = _optional_versions(("onnx", "onnxscript", "onnxruntime"))
+    versions["rosbag"] = _optional_versions(("rosbags",))
     import av
 
     versions["ffmpeg"] = {name: ".".join(map(str, v)) for name, v in av.library_versions.items()}
@@ -95,7 +96,8 @@ def _version(name: str, module: ModuleType) -> str:
 
 
 def _optional_versions(names: tuple[str, ...]) -> JsonObject:
-    """The `rovertrain[deploy]` packages (export, runtime): a version, or None if missing."""
+    """Optional packages (`rovertrain[deploy]`, `rovertrain[rosbag]`): a version, or None if
+    missing."""
     found: JsonObject = {}
     for name in names:
         try:

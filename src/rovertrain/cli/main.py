@@ -352,6 +352,49 @@ def import_lerobot(
     return ExitCode.COMPLETED
 
 
+@import_group.command("rosbag")
+@click.argument("bags", nargs=-1, required=True, metavar="BAG...", type=click.Path())
+@_import_options
+@click.option("--image-topic", default=None, help="Camera topic (default: detected).")
+@click.option(
+    "--command-topic",
+    "command_topics",
+    multiple=True,
+    help="A topic a person drove on (repeatable; default: detected).",
+)
+@click.option("--map", "map_file", type=click.Path(), help="JSON map file: topics, values, by.")
+@click.option("--rover-id", default="ros", show_default=True, help="roverId to record.")
+@events_body
+def import_rosbag(
+    stream: EventStream,
+    bags: tuple[str, ...],
+    out: str,
+    dry_run: bool,
+    tolerance: float,
+    keepalive_ms: float,
+    progress: bool | None,
+    image_topic: str | None,
+    command_topics: tuple[str, ...],
+    map_file: str | None,
+    rover_id: str,
+) -> int:
+    """ROS 1 bags (.bag) and ROS 2 bags (folders, SQLite or MCAP): camera and commands
+    (needs rovertrain[rosbag])."""
+    from pathlib import Path
+
+    from rovertrain.importers.report import ImportRun, Progress
+    from rovertrain.importers.rosbag import RosbagOptions, import_bags, read_map
+    from rovertrain.protocol.console import stderr_is_terminal
+
+    bag_map = read_map(map_file, image_topic, command_topics)
+    show = stderr_is_terminal() if progress is None else progress
+    run = ImportRun(stream, Progress(show), dry_run)
+    options = RosbagOptions(Path(out), dry_run, tolerance, keepalive_ms, rover_id, bag_map)
+    import_bags([Path(bag) for bag in bags], options, run)
+    run.finish("rosbag")
+    return ExitCode.COMPLETED
+
+
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rovertrain.contracts.command_schema import HUMAN
 from rovertrain.data.recording import Command, CommandLine
 
 DRIVE = "drive"
@@ -33,6 +34,9 @@ class ControlSample:
 
     t: float
     values: Mapping[str, float]
+    by: str = HUMAN
+    """Who sent them (a ROS bag's policy topic under a mux: `policy`); a change of sender
+    sends a command at once."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class CommandRules:
     zero: float = ZERO
     drive: str = DRIVE
     """The command type that carries the values (LeRobot action maps may name another)."""
+    silence_ms: float | None = None
+    """A stream that falls silent this long while moving has stopped the rover (a ROS base
+    controller's command timeout): a `stop` at the last sample plus this. None: sampled
+    sources (tubs, data sets) whose silence is the end of the recording."""
 
 
 def clip(value: float) -> float:
@@ -60,34 +68,51 @@ def _changed(sent: Mapping[str, float], values: Mapping[str, float], tolerance: 
     return any(abs(values.get(name, 0.0) - sent.get(name, 0.0)) > tolerance for name in names)
 
 
-def extract_commands(samples: Iterable[ControlSample], rules: CommandRules) -> list[Command]:
+def extract_commands(
+    samples: Iterable[ControlSample], rules: CommandRules, end: float | None = None
+) -> list[Command]:
     """The commands a human sent, given their controls sampled over time (sorted by t).
 
     - the rover starts at rest; the first sample that moves it sends `drive`;
-    - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one sent by more than
-      `tolerance`, and at least every `keepalive_ms` (at the first sample at or after it);
+    - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one
+      sent by more than `tolerance`, when the sender changes (a person taking over from a
+      policy), and at least every `keepalive_ms` (at the first sample at or after it);
     - when the motion values return to rest, one `stop` is sent; controls that change while
-      at rest (steering a parked car) send nothing.
-    Values are clipped to [-1, 1].
+      at rest (steering a parked car) send nothing;
+    - with `silence_ms`, a gap that long after a moving sample is a `stop` at its end, and so
+      is one before `end` (the recording's end on the same clock).
+    Values are clipped to [-1, 1]; each command is marked with its sample's sender.
     """
     commands: list[Command] = []
     moving = False
     sent: Mapping[str, float] = {}
-    last_sent = -math.inf
+    sender = HUMAN
+    last_sent = last_seen = -math.inf
     for sample in samples:
+        silence = rules.silence_ms
+        if moving and silence is not None and sample.t - last_seen > silence:
+            commands.append(Command(last_seen + silence, STOP, by=sender))
+            moving, sent, last_sent = False, {}, last_seen + silence
+        last_seen = sample.t
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
             if moving:
-                commands.append(Command(sample.t, STOP))
+                commands.append(Command(sample.t, STOP, by=sample.by))
                 moving, sent, last_sent = False, {}, sample.t
+            sender = sample.by
             continue
         if (
             not moving
+            or sample.by != sender
             or _changed(sent, values, rules.tolerance)
             or sample.t - last_sent >= rules.keepalive_ms
         ):
-            commands.append(Command(sample.t, rules.drive, values))
+            commands.append(Command(sample.t, rules.drive, values, sample.by))
             moving, sent, last_sent = True, values, sample.t
+        sender = sample.by
+    silence = rules.silence_ms
+    if moving and silence is not None and end is not None and end - last_seen > silence:
+        commands.append(Command(last_seen + silence, STOP, by=sender))
     return commands
 
 
@@ -131,4 +156,6 @@ def command_line(command: Command) -> CommandLine:
     line: CommandLine = {"t": round(command.t, 3), "type": command.type}
     if command.values:
         line["values"] = {name: round(value, 6) for name, value in command.values.items()}
+    if command.by != HUMAN:
+        line["by"] = command.by
     return line

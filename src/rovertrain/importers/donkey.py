@@ -33,19 +33,18 @@ from rovertrain.importers.donkey_format import (
     parse_record,
 )
 from rovertrain.importers.identity import derive_session_id, slug
+from rovertrain.importers.pictures import PictureDecoder, picture_codec
 from rovertrain.importers.report import Imported, ImportRun, Rejected
 from rovertrain.importers.writer import WEBM_FILE, SessionMeta, Staging, Vp8Writer, recording_exists
 from rovertrain.store.durable import disk_error
 from rovertrain.store.layout import Layout
 
 if TYPE_CHECKING:
-    from av.video.codeccontext import VideoCodecContext
     from av.video.frame import VideoFrame
 
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_CATALOG_BYTES = 256 << 20
 MAX_IMAGE_BYTES = 16 << 20
-MAX_IMAGE_PIXELS = 3840 * 2160
 CONTROL_PROFILE = "donkeycar"
 MOTION = ("throttle",)
 """A Donkeycar stops when its throttle returns to zero; steering alone does not move it."""
@@ -199,21 +198,13 @@ def command_rules(records: list[TubRecord], tolerance: float, keepalive_ms: floa
 
 
 class JpegDecoder:
-    """JPEG files to frames with PyAV's MJPEG decoder; None for one that does not decode."""
+    """JPEG files to frames, or why one is dropped."""
 
     def __init__(self) -> None:
-        self.context = self._new_context()
-
-    @staticmethod
-    def _new_context() -> VideoCodecContext:
-        import av
-
-        return av.CodecContext.create("mjpeg", "r")
+        self.pictures = PictureDecoder()
 
     def decode(self, path: Path) -> VideoFrame | str:
         """The frame, or the reason (a str) it is dropped: `too_large`, `corrupt_image`."""
-        import av
-
         try:
             with open_regular(path, MAX_IMAGE_BYTES) as stream:
                 data = stream.read(MAX_IMAGE_BYTES + 1)
@@ -221,21 +212,9 @@ class JpegDecoder:
             return "too_large" if error.code == "too_large" else "unreadable_image"
         except OSError:
             return "unreadable_image"
-        if not data.startswith(b"\xff\xd8"):
+        if picture_codec(data[:8]) != "mjpeg":
             return "corrupt_image"
-        try:
-            frames = self.context.decode(av.Packet(data))
-        except (av.error.FFmpegError, ValueError):
-            self.context = self._new_context()  # a clean state for the next
-            return "corrupt_image"
-        if not frames or frames[0].is_corrupt:
-            return "corrupt_image"
-        frame = frames[0]
-        if frame.width * frame.height > MAX_IMAGE_PIXELS:
-            return "too_large"
-        if frame.width < 2 or frame.height < 2:
-            return "corrupt_image"
-        return frame
+        return self.pictures.decode(data, "mjpeg")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ class Imported:
     existing: bool
     """The recording was already there (an earlier import): nothing was written."""
     video: dict[str, object] = field(default_factory=dict)
+    bag: dict[str, object] = field(default_factory=dict)
+    """ROS bags: the topics and clocks used (docs/importing.md)."""
 
     def event_fields(self) -> dict[str, object]:
         """The `imported` event's fields."""
@@ -38,6 +40,8 @@ class Imported:
         }
         if self.video:
             fields["video"] = self.video
+        if self.bag:
+            fields["bag"] = self.bag
         return fields
 
     def console_text(self) -> str:

@@ -1,0 +1,586 @@
+"""`rovertrain import rosbag`: ROS 1 and ROS 2 bags as recordings, read with `rosbags`.
+
+One bag becomes one recording, or one per part where its camera pauses longer than the map's
+`splitGapSeconds`. Reading happens twice: a survey of every camera and command message (times
+and values, no decoding) that `rosbag_plan` turns into parts and commands, then, per part,
+the camera messages again, decoded and encoded at their times into a VP8 WebM
+(`writer.Vp8Writer`, as the Donkeycar import does). Damage found while reading skips the bag
+with its reason; the other bags go on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rovertrain.contracts.errors import ErrorCode, RovertrainError, SkipSession
+from rovertrain.contracts.strict_json import BadJson, parse_json
+from rovertrain.data.recording import Command, read_small
+from rovertrain.importers.commands import CommandRules, Dropped, extract_commands, keepalive_for
+from rovertrain.importers.identity import derive_session_id, slug
+from rovertrain.importers.report import Imported, ImportRun, Rejected
+from rovertrain.importers.rosbag_images import CompressedDecoder, raw_frame
+from rovertrain.importers.rosbag_map import (
+    COMPRESSED,
+    DEFAULT_VALUES,
+    IMAGE_TYPES,
+    BagMap,
+    CommandTopic,
+    MissingField,
+    Topic,
+    ValueField,
+    choose_commands,
+    choose_image,
+    message_values,
+    normal_type,
+    parse_map,
+    with_topics,
+)
+from rovertrain.importers.rosbag_plan import (
+    NS_PER_MS,
+    Stamped,
+    TimedSample,
+    message_time,
+    mux,
+    part_samples,
+    split_parts,
+    topic_clock,
+    write_order,
+)
+from rovertrain.importers.writer import WEBM_FILE, SessionMeta, Staging, Vp8Writer, recording_exists
+from rovertrain.store.durable import disk_error
+from rovertrain.store.layout import Layout
+
+if TYPE_CHECKING:
+    from av.video.frame import VideoFrame
+    from rosbags.highlevel import AnyReader
+    from rosbags.interfaces import Connection
+
+CONTROL_PROFILE = "ros"
+MIN_PART_FRAMES = 10
+ACKERMANN_DEFINITIONS = {
+    # ackermann_msgs is not in rosbags' type stores; ROS 1 bags and recent ROS 2 bags carry
+    # the definitions themselves, older ROS 2 bags need these (ackermann_msgs 2.0)
+    "ackermann_msgs/msg/AckermannDrive": "float32 steering_angle\nfloat32 "
+    "steering_angle_velocity\nfloat32 speed\nfloat32 acceleration\nfloat32 jerk\n",
+    "ackermann_msgs/msg/AckermannDriveStamped": "std_msgs/Header header\n"
+    "ackermann_msgs/AckermannDrive drive\n",
+}
+
+
+@dataclass(frozen=True)
+class RosbagOptions:
+    root: Path
+    dry_run: bool
+    tolerance: float
+    keepalive_ms: float
+    rover_id: str
+    bag_map: BagMap
+    threads: int = 2
+
+
+MAX_MAP_BYTES = 64 << 10
+
+
+def read_map(path: str | None, image: str | None, commands: Sequence[str]) -> BagMap:
+    """The map file (if any) with the command line's topics applied; a usage error (exit 2)
+    for a map that cannot be read or breaks a rule."""
+    bag_map = BagMap()
+    if path is not None:
+        try:
+            text = read_small(Path(path), MAX_MAP_BYTES).decode("utf-8-sig")
+            bag_map = parse_map(parse_json(text))
+        except SkipSession as error:
+            raise RovertrainError(ErrorCode.USAGE, f"--map {path}: {error.reason}") from None
+        except (UnicodeDecodeError, BadJson) as error:
+            raise RovertrainError(ErrorCode.USAGE, f"--map {path}: {error}") from None
+    return with_topics(bag_map, image, commands)
+
+
+def bag_errors() -> tuple[type[BaseException], ...]:
+    """What the bag library raises on a damaged, truncated or foreign file."""
+    from rosbags.highlevel import AnyReaderError
+    from rosbags.rosbag1 import ReaderError as Reader1Error
+    from rosbags.rosbag2 import ReaderError as Reader2Error
+    from rosbags.serde import SerdeError
+    from rosbags.typesys import TypesysError
+
+    return (
+        AnyReaderError,
+        Reader1Error,
+        Reader2Error,
+        SerdeError,
+        TypesysError,
+        sqlite3.Error,
+        struct.error,
+        EOFError,
+        ValueError,
+        KeyError,
+        IndexError,
+        OSError,
+    )
+
+
+def _typestore() -> Any:
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.LATEST)
+    types: dict[str, Any] = {}
+    for name, text in ACKERMANN_DEFINITIONS.items():
+        types.update(get_types_from_msg(text, name))
+    store.register(types)
+    return store
+
+
+def bag_paths(bag: Path) -> tuple[list[Path], str]:
+    """What AnyReader opens for `bag`, and its storage: a ROS 1 `.bag` file, or a ROS 2 bag's
+    folder (named directly or by one of its `.db3`/`.mcap` files)."""
+    if (
+        bag.is_file()
+        and bag.suffix in (".db3", ".mcap")
+        and (bag.parent / "metadata.yaml").exists()
+    ):
+        bag = bag.parent
+    if bag.is_dir():
+        if not (bag / "metadata.yaml").is_file():
+            raise SkipSession(
+                "invalid_recording", f"{bag} is a folder without metadata.yaml (not a ROS 2 bag)"
+            )
+        storage = "mcap" if any(bag.glob("*.mcap")) else "sqlite3"
+        return [bag], storage
+    if not bag.exists():
+        raise SkipSession("missing_recording", f"no bag {bag}")
+    with bag.open("rb") as stream:
+        head = stream.read(13)
+    if head != b"#ROSBAG V2.0\n":
+        kind = (
+            "a ROS 2 bag file without its metadata.yaml" if bag.suffix in (".db3", ".mcap") else ""
+        )
+        raise SkipSession(
+            "invalid_recording",
+            f"{bag.name} is not a ROS 1 bag (v2.0)" + (f": {kind}" if kind else ""),
+        )
+    return [bag], "rosbag1"
+
+
+@contextmanager
+def open_bag(paths: list[Path]) -> Iterator[AnyReader]:
+    from rosbags.highlevel import AnyReader
+
+    reader = AnyReader(paths, default_typestore=_typestore())
+    try:
+        reader.open()
+    except bag_errors() as error:
+        raise SkipSession("invalid_recording", f"cannot open the bag: {_words(error)}") from None
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
+def _words(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def listed_topics(reader: AnyReader) -> list[Topic]:
+    return [
+        Topic(name, normal_type(info.msgtype or ""), info.msgcount)
+        for name, info in sorted(reader.topics.items())
+    ]
+
+
+def topic_rows(topics: Sequence[Topic], duration_ns: int) -> list[dict[str, object]]:
+    """The bag's topics for the `imported` event and `--dry-run`: name, type, messages, hz."""
+    seconds = max(duration_ns / 1e9, 1e-9)
+    return [
+        {
+            "name": topic.name,
+            "type": topic.msgtype,
+            "messages": topic.messages,
+            "hz": round(topic.messages / seconds, 2) if topic.messages > 1 else None,
+        }
+        for topic in topics
+    ]
+
+
+def _topics_words(topics: Sequence[Topic]) -> str:
+    shown = ", ".join(f"{t.name} ({t.msgtype}, {t.messages})" for t in topics[:12])
+    return shown + (f" and {len(topics) - 12} more" if len(topics) > 12 else "")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    image: Topic
+    commands: tuple[tuple[CommandTopic, Topic, dict[str, ValueField]], ...]
+
+
+def resolve(bag_map: BagMap, topics: Sequence[Topic]) -> Resolved:
+    """The topics to read and each command topic's value fields; SkipSession saying why the
+    bag cannot be used (the bag's topics listed)."""
+    by_name = {topic.name: topic for topic in topics}
+    listing = f"; the bag has {_topics_words(topics)}" if topics else "; the bag has no topic"
+    image_name, why = (bag_map.image, "") if bag_map.image else choose_image(topics)
+    if image_name is None:
+        raise SkipSession("no_video", why + listing)
+    image = by_name.get(image_name)
+    if image is None or image.msgtype not in IMAGE_TYPES:
+        found = "no such topic" if image is None else image.msgtype
+        raise SkipSession("no_video", f"image topic {image_name}: {found}{listing}")
+    chosen, why = (bag_map.commands, "") if bag_map.commands else choose_commands(topics)
+    if not chosen:
+        raise SkipSession("invalid_recording", why + listing)
+    commands = []
+    for entry in chosen:
+        topic = by_name.get(entry.topic)
+        if topic is None:
+            raise SkipSession(
+                "invalid_recording", f"command topic {entry.topic}: no such topic{listing}"
+            )
+        defaults = DEFAULT_VALUES.get(topic.msgtype)
+        values = entry.values if entry.values is not None else (defaults and defaults.values)
+        if not values:
+            raise SkipSession(
+                "invalid_recording",
+                f"command topic {entry.topic} is a {topic.msgtype}, which has no default values: "
+                "give its values in a map file (docs/importing.md)",
+            )
+        commands.append((entry, topic, dict(values)))
+    return Resolved(image, tuple(commands))
+
+
+def _stamp_ns(message: object) -> int:
+    header = getattr(message, "header", None)
+    stamp = getattr(header, "stamp", None)
+    if stamp is None:
+        return 0
+    return int(getattr(stamp, "sec", 0)) * 1_000_000_000 + int(getattr(stamp, "nanosec", 0))
+
+
+@dataclass
+class Survey:
+    frames: list[Stamped] = field(default_factory=list)
+    commands: list[list[tuple[Stamped, dict[str, float]]]] = field(default_factory=list)
+    dropped: Dropped = field(default_factory=Dropped)
+
+
+def survey(reader: AnyReader, resolved: Resolved) -> Survey:
+    """Every camera message's times and every command message's times and values."""
+    found = Survey(commands=[[] for _ in resolved.commands])
+    image_connections = [c for c in reader.connections if c.topic == resolved.image.name]
+    slots = {entry.topic: number for number, (entry, _, _) in enumerate(resolved.commands)}
+    wanted = image_connections + [c for c in reader.connections if c.topic in slots]
+    for connection, receive_ns, raw in reader.messages(connections=wanted):
+        try:
+            message = reader.deserialize(raw, connection.msgtype)
+        except bag_errors():
+            found.dropped.add("undecodable_message")
+            continue
+        stamped = Stamped(receive_ns, _stamp_ns(message))
+        if connection.topic == resolved.image.name:
+            found.frames.append(stamped)
+            continue
+        number = slots[connection.topic]
+        entry, topic, values = resolved.commands[number]
+        try:
+            read = message_values(message, values, entry.enable_button)
+        except MissingField as error:
+            raise SkipSession(
+                "invalid_recording", f"{topic.name} ({topic.msgtype}) has no field {error}"
+            ) from None
+        if all(np.isfinite(value) for value in read.values()):
+            found.commands[number].append((stamped, read))
+        else:
+            found.dropped.add("invalid_command")
+    return found
+
+
+@dataclass
+class Part:
+    number: int
+    session_id: str
+    order: list[int]
+    """Camera messages (survey indexes) to write, in the order to write them."""
+    times: list[int]
+    """Their times (ns), increasing."""
+    commands: list[Command]
+    dropped: Dropped
+
+
+@dataclass
+class BagPlan:
+    parts: list[Part]
+    clocks: dict[str, str]
+    dropped: Dropped
+    frame_receive: list[int]
+    """Each camera message's receive time, in survey order (to find a part's messages again)."""
+
+
+def _motion(resolved: Resolved) -> tuple[str, ...]:
+    entry, topic, _ = resolved.commands[0]
+    if entry.motion is not None:
+        return entry.motion
+    defaults = DEFAULT_VALUES.get(topic.msgtype)
+    return defaults.motion if defaults is not None and entry.values is None else ()
+
+
+def plan_bag(
+    start_ns: int,
+    resolved: Resolved,
+    found: Survey,
+    options: RosbagOptions,
+) -> BagPlan:
+    """The parts of a surveyed bag and each one's commands (pure past the survey)."""
+    bag_map = options.bag_map
+    clocks = {resolved.image.name: topic_clock(found.frames)}
+    frame_times = [message_time(f, clocks[resolved.image.name]) for f in found.frames]
+    ordered = write_order(frame_times)
+    dropped = Dropped()
+    dropped.merge(found.dropped)
+    dropped.merge(ordered.dropped)
+    streams = []
+    for (entry, topic, _), messages in zip(resolved.commands, found.commands, strict=True):
+        clock = clocks[topic.name] = topic_clock([stamped for stamped, _ in messages])
+        stream = [
+            TimedSample(message_time(stamped, clock), values, entry.by)
+            for stamped, values in messages
+        ]
+        stream.sort(key=lambda sample: sample.time_ns)
+        streams.append(stream)
+    samples = mux(streams, round(bag_map.mux_timeout_ms * NS_PER_MS))
+    times = [frame_times[index] for index in ordered.order]
+    parts = []
+    for start, end in split_parts(times, round(bag_map.split_gap_s * 1e9)):
+        if end - start < MIN_PART_FRAMES:
+            dropped.add("short_part", end - start)
+            continue
+        parts.append((start, end))
+    plans = []
+    for number, (start, end) in enumerate(parts, 1):
+        first, last = times[start], times[end - 1]
+        chosen = part_samples(samples, first, last)
+        rules = CommandRules(
+            options.tolerance,
+            keepalive_for([sample.t for sample in chosen], options.keepalive_ms),
+            _motion(resolved),
+            silence_ms=bag_map.silence_ms,
+        )
+        command_topics = [topic.name for _, topic, _ in resolved.commands]
+        plans.append(
+            Part(
+                number,
+                session_id(start_ns, resolved.image.name, first, end - start, command_topics),
+                ordered.order[start:end],
+                times[start:end],
+                extract_commands(chosen, rules, end=(last - first) / NS_PER_MS),
+                Dropped(),
+            )
+        )
+    if plans:
+        plans[0].dropped.merge(dropped)  # the bag's losses, counted once
+    receive = [frame.receive_ns for frame in found.frames]
+    return BagPlan(plans, clocks, dropped, receive)
+
+
+def session_id(
+    bag_start_ns: int, image_topic: str, first_ns: int, frames: int, command_topics: Sequence[str]
+) -> str:
+    """A part's session id: what the drive is (when and how long the camera ran, what carried
+    its commands), not the bag's name or storage, so the same drive converted or renamed is
+    one session."""
+    identity: list[object] = [bag_start_ns, image_topic, first_ns, frames, sorted(command_topics)]
+    return derive_session_id("rosbag", part_label(first_ns), identity)
+
+
+def part_label(first_ns: int) -> str:
+    """A session id's readable part: when its first frame was taken (UTC), not the bag's file
+    name, so a renamed or moved bag imports to the same ids."""
+    moment = datetime.fromtimestamp(first_ns / 1e9, UTC)
+    return moment.strftime("%Y%m%d-%H%M%S") if moment.year > 1970 else "ros"
+
+
+def _label(bag: Path) -> str:
+    name = bag.name
+    for suffix in (".bag", ".db3", ".mcap"):
+        name = name.removesuffix(suffix)
+    return slug(name) or "bag"
+
+
+def import_bags(bags: Sequence[Path], options: RosbagOptions, run: ImportRun) -> None:
+    """Each bag in turn; a bag that cannot be used is `skipped`, the next one goes on."""
+    try:
+        import rosbags  # noqa: F401
+    except ImportError:
+        raise RovertrainError(
+            ErrorCode.MISSING_DEPENDENCY,
+            "`rovertrain import rosbag` needs the rosbags library: pip install 'rovertrain[rosbag]'",
+        ) from None
+    for bag in bags:
+        try:
+            import_bag(bag, options, run)
+        except SkipSession as error:
+            run.skipped(Rejected(str(bag), f"rosbag-{_label(bag)}", error.code, error.reason))
+
+
+def import_bag(bag: Path, options: RosbagOptions, run: ImportRun) -> None:
+    paths, storage = bag_paths(bag)
+    with open_bag(paths) as reader:
+        topics = listed_topics(reader)
+        resolved = resolve(options.bag_map, topics)
+        try:
+            found = survey(reader, resolved)
+        except bag_errors() as error:
+            raise SkipSession("invalid_recording", f"damaged bag: {_words(error)}") from None
+        plan = plan_bag(reader.start_time, resolved, found, options)
+        if not plan.parts:
+            raise SkipSession(
+                "no_windows",
+                f"{resolved.image.name}: {len(found.frames)} camera messages, no stretch of "
+                f"{MIN_PART_FRAMES} frames or more",
+            )
+        described = {
+            "storage": storage,
+            "imageTopic": resolved.image.name,
+            "commandTopics": {entry.topic: entry.by for entry, _, _ in resolved.commands},
+            "clock": plan.clocks,
+            "parts": len(plan.parts),
+            "topics": topic_rows(topics, reader.duration),
+        }
+        for part in plan.parts:
+            _import_part(reader, bag, resolved, plan, part, described, options, run)
+
+
+def _import_part(
+    reader: AnyReader,
+    bag: Path,
+    resolved: Resolved,
+    plan: BagPlan,
+    part: Part,
+    described: dict[str, object],
+    options: RosbagOptions,
+    run: ImportRun,
+) -> None:
+    target = Layout(options.root).recording_dir(part.session_id)
+    existing = recording_exists(options.root, part.session_id)
+    fields = {**described, "part": part.number}
+    if existing or options.dry_run:
+        run.imported(
+            Imported(
+                str(bag),
+                part.session_id,
+                len(part.order),
+                len(part.commands),
+                part.dropped.as_dict(),
+                str(target),
+                options.dry_run,
+                existing,
+                bag=fields,
+            )
+        )
+        return
+    meta = SessionMeta(
+        session_id=part.session_id,
+        rover_id=options.rover_id,
+        control_profile=CONTROL_PROFILE,
+        started_at_ms=part.times[0] / NS_PER_MS,
+        video_file=WEBM_FILE,
+        offset_ms=0.0,
+    )
+    try:
+        frames, written = _write(reader, resolved, plan, part, meta, options, run)
+    except bag_errors() as error:
+        if isinstance(error, OSError) and not isinstance(error, sqlite3.Error):
+            raise disk_error(error, f"recording {part.session_id}") from None
+        raise SkipSession("invalid_recording", f"damaged bag: {_words(error)}") from None
+    if frames == 0:
+        reason = f"none of the {len(part.order)} camera messages could be decoded"
+        raise SkipSession("invalid_recording", reason + f" ({part.dropped.as_dict()})")
+    run.imported(
+        Imported(
+            str(bag),
+            part.session_id,
+            frames,
+            len(part.commands),
+            part.dropped.as_dict(),
+            str(target),
+            False,
+            not written,
+            bag=fields,
+        )
+    )
+
+
+def _frames(
+    reader: AnyReader, connections: list[Connection], plan: BagPlan, part: Part
+) -> Iterator[tuple[int, object]]:
+    """(survey index, deserialised message) of the camera messages a part spans, in arrival
+    order (the survey's), read again from the bag."""
+    import bisect
+
+    first = min(part.order)
+    last = max(part.order)
+    start, stop = plan.frame_receive[first], plan.frame_receive[last] + 1
+    index = bisect.bisect_left(plan.frame_receive, start)
+    for connection, _, raw in reader.messages(connections=connections, start=start, stop=stop):
+        yield index, reader.deserialize(raw, connection.msgtype)
+        index += 1
+
+
+def _decode(message: Any, compressed: bool, decoder: CompressedDecoder) -> VideoFrame | str:
+    if compressed:
+        return decoder.decode(np.asarray(message.data, dtype=np.uint8))
+    return raw_frame(
+        str(message.encoding),
+        int(message.width),
+        int(message.height),
+        int(message.step),
+        bool(message.is_bigendian),
+        np.asarray(message.data, dtype=np.uint8),
+    )
+
+
+def _write(
+    reader: AnyReader,
+    resolved: Resolved,
+    plan: BagPlan,
+    part: Part,
+    meta: SessionMeta,
+    options: RosbagOptions,
+    run: ImportRun,
+) -> tuple[int, bool]:
+    """Decode the part's frames, encode them in order and write the recording; (frames,
+    False when it already existed)."""
+    connections = [c for c in reader.connections if c.topic == resolved.image.name]
+    compressed = resolved.image.msgtype == COMPRESSED
+    decoder = CompressedDecoder()
+    wanted = dict(zip(part.order, part.times, strict=True))
+    pending: dict[int, VideoFrame | str] = {}  # decoded, waiting for the frames before them
+    done = 0
+    with Staging(options.root, part.session_id) as staging:
+        with Vp8Writer(staging.path / WEBM_FILE, options.threads) as writer:
+            for index, message in _frames(reader, connections, plan, part):
+                if index not in wanted:
+                    continue
+                pending[index] = _decode(message, compressed, decoder)
+                while done < len(part.order) and part.order[done] in pending:
+                    turn = part.order[done]
+                    frame = pending.pop(turn)
+                    done += 1
+                    if isinstance(frame, str):
+                        part.dropped.add(frame)
+                    elif not writer.add(frame, (wanted[turn] - part.times[0]) / NS_PER_MS):
+                        part.dropped.add("duplicate_time")
+                    run.progress.show(part.session_id, done, len(part.order))
+            part.dropped.add("missing_frame", len(part.order) - done)
+            frames = writer.frames
+        if frames == 0:
+            return 0, False
+        return frames, staging.commit(meta, part.commands)
