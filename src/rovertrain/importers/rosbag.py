@@ -268,6 +268,9 @@ def _stamp_ns(message: object) -> int:
 @dataclass
 class Survey:
     frames: list[Stamped] = field(default_factory=list)
+    """Every camera message, in arrival order (the order the second reading meets them)."""
+    unreadable: set[int] = field(default_factory=set)
+    """The camera messages (indexes into `frames`) whose definition cannot read them."""
     commands: list[list[tuple[Stamped, dict[str, float]]]] = field(default_factory=list)
     dropped: Dropped = field(default_factory=Dropped)
 
@@ -279,13 +282,17 @@ def survey(reader: AnyReader, resolved: Resolved) -> Survey:
     slots = {entry.topic: number for number, (entry, _, _) in enumerate(resolved.commands)}
     wanted = image_connections + [c for c in reader.connections if c.topic in slots]
     for connection, receive_ns, raw in reader.messages(connections=wanted):
+        camera = connection.topic == resolved.image.name
         try:
             message = reader.deserialize(raw, connection.msgtype)
         except bag_errors():
             found.dropped.add("undecodable_message")
+            if camera:  # keeps its place: the second reading counts messages
+                found.unreadable.add(len(found.frames))
+                found.frames.append(Stamped(receive_ns))
             continue
         stamped = Stamped(receive_ns, _stamp_ns(message))
-        if connection.topic == resolved.image.name:
+        if camera:
             found.frames.append(stamped)
             continue
         number = slots[connection.topic]
@@ -340,9 +347,12 @@ def plan_bag(
 ) -> BagPlan:
     """The parts of a surveyed bag and each one's commands (pure past the survey)."""
     bag_map = options.bag_map
-    clocks = {resolved.image.name: topic_clock(found.frames)}
-    frame_times = [message_time(f, clocks[resolved.image.name]) for f in found.frames]
-    ordered = write_order(frame_times)
+    readable = [n for n in range(len(found.frames)) if n not in found.unreadable]
+    clock = topic_clock([found.frames[n] for n in readable])
+    clocks = {resolved.image.name: clock}
+    frame_times = [message_time(frame, clock) for frame in found.frames]
+    ordered = write_order([frame_times[n] for n in readable])
+    ordered.order = [readable[n] for n in ordered.order]  # back to survey indexes
     dropped = Dropped()
     dropped.merge(found.dropped)
     dropped.merge(ordered.dropped)
@@ -496,10 +506,8 @@ def _import_part(
     )
     try:
         frames, written = _write(reader, resolved, plan, part, meta, options, run)
-    except bag_errors() as error:
-        if isinstance(error, OSError) and not isinstance(error, sqlite3.Error):
-            raise disk_error(error, f"recording {part.session_id}") from None
-        raise SkipSession("invalid_recording", f"damaged bag: {_words(error)}") from None
+    except OSError as error:  # the bag's own errors are SkipSession by now: this is writing
+        raise disk_error(error, f"recording {part.session_id}") from None
     if frames == 0:
         reason = f"none of the {len(part.order)} camera messages could be decoded"
         raise SkipSession("invalid_recording", reason + f" ({part.dropped.as_dict()})")
@@ -529,12 +537,24 @@ def _frames(
     last = max(part.order)
     start, stop = plan.frame_receive[first], plan.frame_receive[last] + 1
     index = bisect.bisect_left(plan.frame_receive, start)
-    for connection, _, raw in reader.messages(connections=connections, start=start, stop=stop):
-        yield index, reader.deserialize(raw, connection.msgtype)
+    messages = reader.messages(connections=connections, start=start, stop=stop)
+    while True:
+        try:
+            connection, _, raw = next(messages)
+        except StopIteration:
+            return
+        except bag_errors() as error:  # reading, not writing: this bag only
+            raise SkipSession("invalid_recording", f"damaged bag: {_words(error)}") from None
+        try:
+            yield index, reader.deserialize(raw, connection.msgtype)
+        except bag_errors():
+            yield index, "undecodable_message"
         index += 1
 
 
 def _decode(message: Any, compressed: bool, decoder: CompressedDecoder) -> VideoFrame | str:
+    if isinstance(message, str):  # why it could not be read
+        return message
     if compressed:
         return decoder.decode(np.asarray(message.data, dtype=np.uint8))
     return raw_frame(
