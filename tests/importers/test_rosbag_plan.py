@@ -128,3 +128,20 @@ def test_a_stream_that_falls_silent_while_moving_is_a_stop() -> None:
     # without silence_ms (tubs, data sets) a pause is just a pause
     quiet = extract_commands(samples, CommandRules(tolerance=0.05, keepalive_ms=500), end=5_000)
     assert [(c.t, c.type) for c in quiet] == [(0, "drive"), (2_000, "drive")]
+
+
+def test_zeros_that_keep_coming_hold_the_stop() -> None:
+    rules = CommandRules(tolerance=0.05, keepalive_ms=500, stop_keepalive=True)
+    moving = [ControlSample(t, {"speed": 0.5}) for t in (0, 100)]
+    zeros = [ControlSample(t, {"speed": 0.0}) for t in range(200, 1_400, 100)]
+    commands = extract_commands(moving + zeros, rules)
+    assert [(c.t, c.type) for c in commands] == [
+        (0, "drive"),
+        (200, "stop"),
+        (700, "stop"),
+        (1_200, "stop"),
+    ]
+    # zeros before the rover ever moved are nobody stopping it; tubs never repeat a stop
+    assert extract_commands(zeros, rules) == []
+    once = CommandRules(tolerance=0.05, keepalive_ms=500)
+    assert [c.type for c in extract_commands(moving + zeros, once)] == ["drive", "stop"]

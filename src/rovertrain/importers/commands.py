@@ -48,6 +48,11 @@ class CommandRules:
     zero: float = ZERO
     drive: str = DRIVE
     """The command type that carries the values (LeRobot action maps may name another)."""
+    stop_keepalive: bool = False
+    """Samples at rest after a `stop` re-send it every `keepalive_ms`: a stream of zero
+    commands (ROS) is someone holding the rover stopped, as a teleop page's held stop key
+    repeats. Off for sampled sources (tubs, data sets), which record at rest whether or not
+    anybody touches the controls."""
     silence_ms: float | None = None
     """A stream that falls silent this long while moving has stopped the rover (a ROS base
     controller's command timeout): a `stop` at the last sample plus this. None: sampled
@@ -77,8 +82,9 @@ def extract_commands(
     - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one
       sent by more than `tolerance`, when the sender changes (a person taking over from a
       policy), and at least every `keepalive_ms` (at the first sample at or after it);
-    - when the motion values return to rest, one `stop` is sent; controls that change while
-      at rest (steering a parked car) send nothing;
+    - when the motion values return to rest, one `stop` is sent (with `stop_keepalive`, again
+      every `keepalive_ms` while samples at rest keep coming, and at once when another sender
+      sends them); controls that change while at rest (steering a parked car) send nothing;
     - with `silence_ms`, a gap that long after a moving sample is a `stop` at its end, and so
       is one before `end` (the recording's end on the same clock).
     Values are clipped to [-1, 1]; each command is marked with its sample's sender.
@@ -87,18 +93,20 @@ def extract_commands(
     moving = False
     sent: Mapping[str, float] = {}
     sender = HUMAN
+    stopped = False  # a `stop` was the last command sent
     last_sent = last_seen = -math.inf
     for sample in samples:
         silence = rules.silence_ms
         if moving and silence is not None and sample.t - last_seen > silence:
             commands.append(Command(last_seen + silence, STOP, by=sender))
-            moving, sent, last_sent = False, {}, last_seen + silence
+            moving, stopped, sent, last_sent = False, True, {}, last_seen + silence
         last_seen = sample.t
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
-            if moving:
+            held = stopped and rules.stop_keepalive and sample.t - last_sent >= rules.keepalive_ms
+            if moving or held or (stopped and sample.by != sender):
                 commands.append(Command(sample.t, STOP, by=sample.by))
-                moving, sent, last_sent = False, {}, sample.t
+                moving, stopped, sent, last_sent = False, True, {}, sample.t
             sender = sample.by
             continue
         if (
@@ -108,7 +116,7 @@ def extract_commands(
             or sample.t - last_sent >= rules.keepalive_ms
         ):
             commands.append(Command(sample.t, rules.drive, values, sample.by))
-            moving, sent, last_sent = True, values, sample.t
+            moving, stopped, sent, last_sent = True, False, values, sample.t
         sender = sample.by
     silence = rules.silence_ms
     if moving and silence is not None and end is not None and end - last_seen > silence:
