@@ -77,6 +77,7 @@ def test_every_storage_becomes_a_recording_timed_by_the_camera_stamps(
         ids.add(event["sessionId"])
         meta, commands = recording(root, event["sessionId"])
         assert meta["controlProfile"] == "ros" and meta["video"]["offsetMs"] == 0.0
+        assert "drivenBy" not in meta  # a person drove it all
         # 0.25 m/s at teleop_twist_keyboard's 0.5 m/s is 0.5; 0.5 rad/s of its 1.0 rad/s
         assert commands[0] == {"t": 0.0, "type": "drive", "values": {"speed": 0.5, "turn": 0.0}}
         assert {"t": 1000.0, "type": "drive", "values": {"speed": 0.5, "turn": 0.5}} in commands
@@ -244,11 +245,16 @@ def test_a_supervised_drive_under_twist_mux_gives_policy_marks_and_take_overs(
     unmapped = cli("import", "rosbag", str(bag), "--out", str(root), "--dry-run")
     skipped = unmapped.of("skipped")[0]
     assert skipped["code"] == "invalid_recording" and "several command topics" in skipped["reason"]
-    result = cli("import", "rosbag", str(bag), "--out", str(root), "--map", str(mapping))
+    model = "3f0c9a52-model"
+    result = cli(
+        "import", "rosbag", str(bag), "--out", str(root), "--map", str(mapping),
+        "--driven-by", model,
+    )  # fmt: skip
     assert result.code == 0, result.stderr
     event = result.of("imported")[0]
     assert event["bag"]["commandTopics"] == {"/cmd_vel_joy": "human", "/cmd_vel_nav": "policy"}
-    _, commands = recording(root, event["sessionId"])
+    meta, commands = recording(root, event["sessionId"])
+    assert meta["drivenBy"] == {"model": model}  # whose take-overs the field figures count
     senders = [(c["t"], c.get("by", "human")) for c in commands]
     assert senders[0] == (0.0, "policy")
     assert (3001.0, "human") in senders  # the take-over, at once

@@ -364,6 +364,9 @@ def import_lerobot(
 )
 @click.option("--map", "map_file", type=click.Path(), help="JSON map file: topics, values, by.")
 @click.option("--rover-id", default="ros", show_default=True, help="roverId to record.")
+@click.option(
+    "--driven-by", default=None, help="Model id that drove the policy topics (supervised bags)."
+)
 @events_body
 def import_rosbag(
     stream: EventStream,
@@ -377,19 +380,27 @@ def import_rosbag(
     command_topics: tuple[str, ...],
     map_file: str | None,
     rover_id: str,
+    driven_by: str | None,
 ) -> int:
     """ROS 1 bags (.bag) and ROS 2 bags (folders, SQLite or MCAP): camera and commands
     (needs rovertrain[rosbag])."""
     from pathlib import Path
 
     from rovertrain.importers.report import ImportRun, Progress
-    from rovertrain.importers.rosbag import RosbagOptions, import_bags, read_map
+    from rovertrain.importers.rosbag import (
+        RosbagOptions,
+        driven_by_model,
+        import_bags,
+        read_map,
+    )
     from rovertrain.protocol.console import stderr_is_terminal
 
     bag_map = read_map(map_file, image_topic, command_topics)
     show = stderr_is_terminal() if progress is None else progress
     run = ImportRun(stream, Progress(show), dry_run)
-    options = RosbagOptions(Path(out), dry_run, tolerance, keepalive_ms, rover_id, bag_map)
+    options = RosbagOptions(
+        Path(out), dry_run, tolerance, keepalive_ms, rover_id, bag_map, driven_by_model(driven_by)
+    )
     import_bags([Path(bag) for bag in bags], options, run)
     run.finish("rosbag")
     return ExitCode.COMPLETED

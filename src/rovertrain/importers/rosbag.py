@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rovertrain.contracts.command_schema import POLICY
 from rovertrain.contracts.errors import ErrorCode, RovertrainError, SkipSession
 from rovertrain.contracts.strict_json import BadJson, parse_json
-from rovertrain.data.recording import Command, read_small
+from rovertrain.data.recording import Command, driving_model, read_small
 from rovertrain.importers.commands import CommandRules, Dropped, extract_commands, keepalive_for
 from rovertrain.importers.identity import derive_session_id, slug
 from rovertrain.importers.report import Imported, ImportRun, Rejected
@@ -84,6 +85,8 @@ class RosbagOptions:
     keepalive_ms: float
     rover_id: str
     bag_map: BagMap
+    driven_by: str | None = None
+    """`--driven-by`: the model that drove the `by: policy` topics (session.json `drivenBy`)."""
     threads: int = 2
 
 
@@ -103,6 +106,14 @@ def read_map(path: str | None, image: str | None, commands: Sequence[str]) -> Ba
         except (UnicodeDecodeError, BadJson) as error:
             raise RovertrainError(ErrorCode.USAGE, f"--map {path}: {error}") from None
     return with_topics(bag_map, image, commands)
+
+
+def driven_by_model(model: str | None) -> str | None:
+    """`--driven-by` checked as session.json's `drivenBy.model` reads it (a usage error
+    otherwise: the recordings would say no model)."""
+    if model is not None and driving_model({"model": model}) is None:
+        raise RovertrainError(ErrorCode.USAGE, f"--driven-by {model[:60]!r}: not a model id")
+    return model
 
 
 def bag_errors() -> tuple[type[BaseException], ...]:
@@ -504,6 +515,7 @@ def _import_part(
         started_at_ms=part.times[0] / NS_PER_MS,
         video_file=WEBM_FILE,
         offset_ms=0.0,
+        driven_by=options.driven_by if any(c.by == POLICY for c in part.commands) else None,
     )
     try:
         frames, written = _write(reader, resolved, plan, part, meta, options, run)

@@ -47,6 +47,8 @@ class SessionMeta:
     video_file: str
     offset_ms: float
     command_roles: Mapping[str, str] = field(default_factory=lambda: dict(COMMAND_ROLES))
+    driven_by: str | None = None
+    """The model that drove under supervision (its commands are the `by: policy` lines)."""
 
 
 def recording_exists(root: Path, session_id: str) -> bool:
@@ -67,6 +69,8 @@ def session_document(meta: SessionMeta) -> JsonObject:
     document["video"] = {"file": meta.video_file, "offsetMs": round(meta.offset_ms, 3)}
     document["commands"] = {"file": COMMANDS_FILE}
     document["commandRoles"] = {name: role for name, role in meta.command_roles.items()}
+    if meta.driven_by is not None:
+        document["drivenBy"] = {"model": meta.driven_by}
     return document
 
 
