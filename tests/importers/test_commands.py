@@ -40,10 +40,23 @@ def test_keepalive_while_the_controls_hold_still() -> None:
     assert [t for t, _ in kinds(rows)] == [0, 500, 1000, 1500]
 
 
-def test_stop_once_per_return_to_zero_not_repeated_while_the_throttle_stays_there() -> None:
+def test_a_throttle_held_at_zero_holds_the_stop_at_the_keepalive() -> None:
     held = [(t, 0.0, 0.0) for t in range(50, 2050, 50)]  # 2 s at rest: four keepalives long
     rows = [(0, 0.0, 0.5), *held, (2050, 0.0, 0.4), (2100, 0.3, 0.0), (2600, 0.0, 0.0)]
-    assert kinds(rows) == [(0, "drive"), (50, "stop"), (2050, "drive"), (2100, "stop")]
+    assert kinds(rows) == [
+        (0, "drive"),
+        (50, "stop"),
+        (550, "stop"),
+        (1050, "stop"),
+        (1550, "stop"),
+        (2050, "drive"),
+        (2100, "stop"),
+        (2600, "stop"),
+    ]
+    once = CommandRules(
+        tolerance=0.05, keepalive_ms=475, motion=("throttle",), stop_keepalive=False
+    )
+    assert kinds(rows, once) == [(0, "drive"), (50, "stop"), (2050, "drive"), (2100, "stop")]
 
 
 def test_reversing_is_moving_and_values_are_clipped() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -51,9 +52,13 @@ def test_each_episode_becomes_a_recording_cut_without_re_encoding(cli: Cli, tmp_
             "type": "drive",
             "values": {"speed": 0.5, "turn": commands[0]["values"]["turn"]},
         }
-        assert [c["type"] for c in commands].count("stop") == 1
-        stop = next(c for c in commands if c["type"] == "stop")
-        assert stop["t"] == pytest.approx(length * 3 // 4 * 1000 / FPS, abs=1)
+        # stopped for the last quarter: the stop, then held (re-sent at the keepalive)
+        stops = [c["t"] for c in commands if c["type"] == "stop"]
+        assert stops[0] == pytest.approx(length * 3 // 4 * 1000 / FPS, abs=1)
+        assert all(later - earlier >= 450 for earlier, later in itertools.pairwise(stops))
+        assert commands[commands.index({"t": stops[0], "type": "stop"}) :] == [
+            {"t": t, "type": "stop"} for t in stops
+        ]
         # Every frame, at its time on the command clock, is the episode's frame of that time.
         offset = meta["video"]["offsetMs"]
         with av.open(str(folder / meta["video"]["file"])) as container:

@@ -141,7 +141,7 @@ def test_zeros_that_keep_coming_hold_the_stop() -> None:
         (700, "stop"),
         (1_200, "stop"),
     ]
-    # zeros before the rover ever moved are nobody stopping it; tubs never repeat a stop
+    # zeros before the rover ever moved are nobody stopping it
     assert extract_commands(zeros, rules) == []
-    once = CommandRules(tolerance=0.05, keepalive_ms=500)
+    once = CommandRules(tolerance=0.05, keepalive_ms=500, stop_keepalive=False)
     assert [c.type for c in extract_commands(moving + zeros, once)] == ["drive", "stop"]

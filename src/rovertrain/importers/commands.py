@@ -48,11 +48,11 @@ class CommandRules:
     zero: float = ZERO
     drive: str = DRIVE
     """The command type that carries the values (LeRobot action maps may name another)."""
-    stop_keepalive: bool = False
-    """Samples at rest after a `stop` re-send it every `keepalive_ms`: a stream of zero
-    commands (ROS) is someone holding the rover stopped, as a teleop page's held stop key
-    repeats. Off for sampled sources (tubs, data sets), which record at rest whether or not
-    anybody touches the controls."""
+    stop_keepalive: bool = True
+    """Samples at rest after a `stop` re-send it every `keepalive_ms`: controls held at zero
+    (a tub's 20 Hz records, a stream of zero Twists) are someone holding the rover stopped,
+    as a teleop page's held stop key repeats. Without it a policy that keeps its stop while
+    waiting scores as false alarms (tests/importers/test_synth_tubs_learn.py)."""
     silence_ms: float | None = None
     """A stream that falls silent this long while moving has stopped the rover (a ROS base
     controller's command timeout): a `stop` at the last sample plus this. None: sampled

@@ -392,7 +392,6 @@ def plan_bag(
             options.tolerance,
             keepalive_for([sample.t for sample in chosen], options.keepalive_ms),
             _motion(resolved),
-            stop_keepalive=True,
             silence_ms=bag_map.silence_ms,
         )
         command_topics = [topic.name for _, topic, _ in resolved.commands]
