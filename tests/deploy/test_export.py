@@ -22,7 +22,13 @@ from rovertrain.contracts.command_schema import initial_schema
 from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.observation import OBS_CHANNELS, OBS_HEIGHT, OBS_WIDTH
-from rovertrain.contracts.runtime_spec import FORMAT, FORMATS, SUPERSEDED_FORMAT, RuntimeSpec
+from rovertrain.contracts.runtime_spec import (
+    FORMAT,
+    FORMATS,
+    LEVELS_FORMAT,
+    SUPERSEDED_FORMAT,
+    RuntimeSpec,
+)
 from rovertrain.data.recording import Command, load_recording, read_command_log
 from rovertrain.data.window_set import model_pictures
 from rovertrain.data.windows import label_windows
@@ -354,7 +360,10 @@ def test_a_record_without_a_knob_runs_as_it_was_trained_at_export_and_in_the_run
     from rovertrain.deploy.export import decision_rules, runtime_specification
 
     policy = copy.deepcopy(specification(initial_schema()))
-    if runtime_format != SUPERSEDED_FORMAT:  # the state as models before version 4 had it
+    if runtime_format == LEVELS_FORMAT:  # expected levels, as models of version 6 give them
+        policy["output"]["values"]["levels"] = {"drive": {"turn": [-1.0, 0.0, 1.0]}}
+        policy["output"]["values"]["levelOutput"] = "expected"
+    if runtime_format not in (SUPERSEDED_FORMAT, LEVELS_FORMAT):  # as before version 4
         del policy["input"]["state"]["superseded"]
     if runtime_format == FORMAT:  # one picture, as models before version 2 had it
         del policy["input"]["image"]["frameHistory"]

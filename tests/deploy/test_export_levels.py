@@ -1,5 +1,5 @@
-"""A policy with value levels exports to ONNX sending levels (the snapping is in the graph: the
-rover runtime needs nothing new, and an export without levels runs as before)."""
+"""A policy with value levels exports to ONNX giving each levelled column's expected level, as
+torch does; the runtime sends it as levels (tests/runtime/test_levels_sent.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rovertrain.learn.policy import Policy
 onnxruntime = pytest.importorskip("onnxruntime")
 
 
-def test_the_exported_graph_sends_the_levels_torch_sends() -> None:
+def test_the_exported_graph_gives_the_expected_levels_torch_gives() -> None:
     rng = np.random.default_rng(0)
     values = np.zeros((90, SLOTS, VALUES), dtype=np.float32)
     available = np.zeros((90, SLOTS, VALUES), dtype=np.uint8)
@@ -40,5 +40,11 @@ def test_the_exported_graph_sends_the_levels_torch_sends() -> None:
         torch_logits, torch_sent = policy(torch.from_numpy(images), torch.from_numpy(states))
     np.testing.assert_allclose(logits, torch_logits.numpy(), atol=1e-4)
     np.testing.assert_allclose(sent, torch_sent.numpy(), atol=1e-5)
-    assert {round(float(v), 4) for v in sent[:, 1, 0]} <= {-0.6, 0.0, 0.4}
+    with torch.no_grad():
+        _, _, _, level_logits = policy(
+            torch.from_numpy(images), torch.from_numpy(states), auxiliary=True
+        )
+    chances = torch.softmax(level_logits[:, 1, 0, :3], dim=1).numpy()
+    expected = chances @ np.array([-0.6, 0.0, 0.4], dtype=np.float32)
+    np.testing.assert_allclose(sent[:, 1, 0], expected, atol=1e-5)  # the throttle's keys
     assert len({round(float(v), 4) for v in sent[:, 1, 1]}) > 3  # regressed, not levelled

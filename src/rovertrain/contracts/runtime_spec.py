@@ -10,6 +10,7 @@ model.json holds it) also travels along unchanged for people and other tools.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -33,7 +34,15 @@ SUPERSEDED_FORMAT = "rovertrain-runtime/3"
 """runtime.json's format for a model whose state shows superseded stop- and movement-role
 types without their bins (`input.state.superseded`): a runtime from before it would build the
 state the other way, so it refuses the folder at load."""
-FORMATS = (FORMAT, FRAME_HISTORY_FORMAT, SUPERSEDED_FORMAT)
+LEVELS_FORMAT = "rovertrain-runtime/4"
+"""runtime.json's format for a model whose levelled value columns give the expected level
+(`output.values.levelOutput` "expected"), which the runtime spreads over the levels at its
+sends: a runtime from before would send the expected value, a level no person sends, so it
+refuses the folder at load."""
+FORMATS = (FORMAT, FRAME_HISTORY_FORMAT, SUPERSEDED_FORMAT, LEVELS_FORMAT)
+EXPECTED_LEVEL = "expected"
+"""`output.values.levelOutput` of policy version 6: a levelled column outputs the expected
+level (version 5: the most likely level, which needs no runtime rule)."""
 MODEL_FILE = "model.onnx"
 RUNTIME_FILE = "runtime.json"
 MANIFEST_FILE = "manifest.json"
@@ -97,6 +106,10 @@ class PolicySpec:
     # Per command type, the values sent at levels (policy version 5, `output.values.levels`):
     # the runtime never steers them (docs/learning.md, "Values a person sends at a few levels").
     levelled: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The same columns' levels, and whether the model outputs their expected level (version
+    # 6), which the runtime sends as levels (`runtime.policy.level_to_send`).
+    level_values: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
+    expected_levels: bool = False
     # Per command type, how soon the recordings' person re-sent a command that changed
     # nothing, ms (`output.resendAfterMs`; absent: re-sent whenever it fires).
     resend_after: Mapping[str, float] = field(default_factory=dict)
@@ -109,6 +122,7 @@ class PolicySpec:
         except ValueError as error:
             raise RuntimeSpecError(f"schema: {error}") from None
         given = _object(document.get("input"), "input")
+        levels = _levels(document.get("output"))
         image = _object(given.get("image"), "input.image")
         state = _object(given.get("state"), "input.state")
         return cls(
@@ -128,7 +142,9 @@ class PolicySpec:
             values_per_slot=_count(document.get("valuesPerSlot"), "valuesPerSlot", minimum=0),
             schema=schema,
             written=dict(document),
-            levelled=_levelled(document.get("output")),
+            levelled={kind: frozenset(columns) for kind, columns in levels.items()},
+            level_values=levels,
+            expected_levels=_level_output(document.get("output")) == EXPECTED_LEVEL,
             resend_after=_resend_after(document.get("output")),
         )
 
@@ -176,6 +192,8 @@ class RuntimeSpec:
     @property
     def format(self) -> str:
         """The oldest runtime.json format that describes this model (older runtimes refuse it)."""
+        if self.policy.expected_levels and self.policy.level_values:
+            return LEVELS_FORMAT
         if self.policy.input.state.superseded_without_bins:
             return SUPERSEDED_FORMAT
         return FRAME_HISTORY_FORMAT if self.policy.input.image.frame_history > 1 else FORMAT
@@ -261,28 +279,39 @@ def _count(value: JsonValue, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def _levelled(output: JsonValue) -> dict[str, frozenset[str]]:
-    """{type: value names} from `output.values.levels`; {} when absent (every value regressed)."""
+def _levels(output: JsonValue) -> dict[str, dict[str, tuple[float, ...]]]:
+    """{type: {value: levels}} from `output.values.levels`; {} when absent (every value
+    regressed)."""
     values = output.get("values") if isinstance(output, dict) else None
     levels = values.get("levels") if isinstance(values, dict) else None
     if levels is None:
         return {}
     named = _object(levels, "output.values.levels")
-    found: dict[str, frozenset[str]] = {}
+    found: dict[str, dict[str, tuple[float, ...]]] = {}
     for kind, columns in named.items():
         per_value = _object(columns, f"output.values.levels.{kind}")
+        found[kind] = {}
         for name, listed in per_value.items():
-            if (
-                not isinstance(listed, list)
-                or not listed
-                or not all(
-                    isinstance(level, int | float) and not isinstance(level, bool)
-                    for level in listed
-                )
-            ):
-                raise RuntimeSpecError(f"output.values.levels.{kind}.{name}: a list of numbers")
-        found[kind] = frozenset(per_value)
+            bad = RuntimeSpecError(f"output.values.levels.{kind}.{name}: a list of numbers")
+            if not isinstance(listed, list) or not listed:
+                raise bad
+            numbers = [
+                float(level)
+                for level in listed
+                if isinstance(level, int | float) and not isinstance(level, bool)
+            ]
+            if len(numbers) != len(listed) or not all(map(math.isfinite, numbers)):
+                raise bad
+            found[kind][name] = tuple(numbers)
     return found
+
+
+def _level_output(output: JsonValue) -> str | None:
+    values = output.get("values") if isinstance(output, dict) else None
+    given = values.get("levelOutput") if isinstance(values, dict) else None
+    if given not in (None, EXPECTED_LEVEL):
+        raise RuntimeSpecError(f"output.values.levelOutput: {given!r} is not {EXPECTED_LEVEL!r}")
+    return given if isinstance(given, str) else None
 
 
 def _resend_after(output: JsonValue) -> dict[str, float]:

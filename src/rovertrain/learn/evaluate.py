@@ -12,6 +12,7 @@ from rovertrain.contracts.command_schema import SLOTS, VALUES, Schema
 from rovertrain.contracts.observation import BLIND_GREY
 from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import batch_tensors
+from rovertrain.learn.levels import nearest_levels
 from rovertrain.learn.losses import LossSetup, losses
 from rovertrain.learn.metrics import EventMetrics, event_metrics
 from rovertrain.learn.policy import Policy
@@ -63,7 +64,8 @@ def predict(
         np.zeros((len(windows), SLOTS, VALUES), dtype=np.float32),
         0,
     )
-    result.levelled = model.value_levels().levelled
+    levels = model.value_levels()
+    result.levelled = levels.levelled
     total_loss = 0.0
     with torch.inference_mode():
         for start in range(0, len(windows), chunk):
@@ -86,6 +88,8 @@ def predict(
                 total_loss += float(event_loss + value_loss) * len(batch.fires)
             result.done = window.stop
     model.train(was_training)
+    if result.levelled.any():  # an expected level is scored as the level a rover sends first
+        result.values = nearest_levels(result.values, levels)
     if setup is not None:
         result.loss = total_loss / max(1, result.done)
     return result

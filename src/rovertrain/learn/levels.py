@@ -5,7 +5,10 @@ levels (a turn of -1, 0 or 1; gas 0.4, nothing or brake -0.6). A value head trai
 squared error predicts the mean of the levels a state could get: a value no person sends
 (half a turn), or, where the levels are far apart and one is more likely, the wrong one (the
 coast between the gas and the brake, CarRacing keyboard: the car never gets going). For such a
-value the policy classifies instead: one class per level, the most likely level sent.
+value the policy classifies instead, one class per level, and outputs the expected level
+(the levels weighted by their probabilities); the runtime sends it as levels, spread over
+its sends so that they average it (`runtime.policy.level_to_send`), as a person tapping a key
+turns half as hard by pressing it half the time.
 
 The recordings, not a knob, decide: a value column is levelled when the training windows send
 it at no more than `MOST_LEVELS` distinct values, these cover `LEVEL_COVERAGE` of its sends
@@ -66,6 +69,17 @@ class ValueLevels:
                 if self.known[slot, column].any():
                     named.setdefault(entry["type"], {})[name] = self.of(slot, column)
         return named
+
+
+def nearest_levels(values: np.ndarray, levels: ValueLevels) -> np.ndarray:
+    """`values` [N, SLOTS, VALUES] with each levelled column's value replaced by its nearest
+    level: what a rover sends first for an expected level (evaluation scores that)."""
+    snapped = np.array(values, dtype=np.float32, copy=True)
+    for slot, column in zip(*np.nonzero(levels.levelled), strict=True):
+        table = levels.values[slot, column][levels.known[slot, column]]
+        distance = np.abs(snapped[:, slot, column, None] - table[None, :])
+        snapped[:, slot, column] = table[distance.argmin(axis=1)]
+    return snapped
 
 
 def column_levels(sent: np.ndarray) -> list[float] | None:

@@ -27,9 +27,10 @@ from rovertrain.contracts.observation import (
     SUPERSEDED_WITHOUT_BINS,
     TICK_MS,
 )
+from rovertrain.contracts.runtime_spec import EXPECTED_LEVEL
 from rovertrain.learn.levels import MOST_LEVELS, ValueLevels
 
-VERSION = 5
+VERSION = 6
 """Bumped whenever inputs, outputs or architecture change; old resume files become invalid.
 2: the image input stacks the previous tick's frame (`FRAME_HISTORY`).
 3: the value head's own path (the picture's features, the motion between the two frames row
@@ -38,7 +39,9 @@ state.
 4: the state shows a superseded stop- or movement-role type without its 100 ms bins
 (`runtime.state.superseded_motion`; `input.state.superseded` in the specification).
 5: a value column the recordings send at a few levels is classified over them, the most
-likely level sent (`learn.levels`; `output.values.levels` in the specification)."""
+likely level sent (`learn.levels`; `output.values.levels` in the specification).
+6: a levelled column outputs its expected level, which the runtime sends as levels averaging
+it (`output.values.levelOutput` "expected"; runtime.json format 4)."""
 
 VALUE_PATH = ("motion", "value_state", "value_trunk", "values", "levels")
 """The value head's own modules. Everything else (the shared encoder, the event trunk and its
@@ -127,12 +130,12 @@ class Policy(nn.Module):
         )
 
     def sent_values(self, regressed: torch.Tensor, level_logits: torch.Tensor) -> torch.Tensor:
-        """The values sent: a levelled column's most likely level, the others regressed."""
+        """The values output: a levelled column's expected level (its levels weighted by their
+        probabilities; the runtime sends levels that average it), the others regressed."""
         unknown = self.level_known <= 0.5
-        chosen = level_logits.float().masked_fill(unknown, -1e4).argmax(dim=3, keepdim=True)
-        table = self.level_values.expand(level_logits.shape)
-        snapped = torch.gather(table, 3, chosen).squeeze(3)
-        return torch.where(self.level_known.amax(dim=2) > 0.5, snapped, regressed.float())
+        chances = level_logits.float().masked_fill(unknown, -1e4).softmax(dim=3)
+        expected = (chances * self.level_values.expand(level_logits.shape)).sum(dim=3)
+        return torch.where(self.level_known.amax(dim=2) > 0.5, expected, regressed.float())
 
     @overload
     def forward(
@@ -208,7 +211,11 @@ def specification(
     values: dict[str, Any] = {"shape": [SLOTS, VALUES], "activation": "tanh"}
     if named:
         values["levels"] = named
-        values["activation"] = "tanh; a column with levels sends its most likely level"
+        values["levelOutput"] = EXPECTED_LEVEL
+        values["activation"] = (
+            "tanh; a column with levels gives its expected level, sent as levels that average "
+            "it (runtime.policy.level_to_send)"
+        )
     return {
         "version": VERSION,
         "architecture": "cnn4-state-mlp+row-motion-values",
