@@ -313,6 +313,31 @@ def test_drive_supervised_records_sessions_the_next_job_reads(
     assert not list((field_root / "recordings").glob(".*"))  # nothing half-written left
 
 
+def test_a_keyboard_person_supervises_with_the_pages_keys(
+    cli, straight: Path, tmp_path: Path
+) -> None:
+    """`--driver keyboard`: the person who takes over drives through a keyboard page, as the
+    recordings did: their commands carry the page's levels, the recording says so."""
+    field_root = tmp_path / "field"
+    result = cli(
+        "drive", str(straight), "--supervised", "--record", str(field_root),
+        "--seconds", "40", "--seed", "1", "--driver", "keyboard",
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert result.of("rollout")[0]["field"]["takeOvers"] > 0
+    (session,) = result.last()["supervision"]["recorded"]["sessions"]
+    folder = field_root / "recordings" / session
+    assert json.loads((folder / "session.json").read_text())["controlProfile"] == "keyboard"
+    lines = [json.loads(line) for line in (folder / "commands.ndjson").read_text().splitlines()]
+    person = [line for line in lines if line.get("by", HUMAN) == HUMAN and "values" in line]
+    turns = {line["values"]["turn"] for line in person}
+    speeds = {line["values"]["speed"] for line in person}
+    # a page's keys: a fixed turn left or right or none, the cruise speed or none (a
+    # gamepad's person sends dozens of distinct values in 40 s)
+    assert person and len(turns) <= 3 and len(speeds) <= 2, (turns, speeds)
+    assert turns == {-t for t in turns}
+
+
 def test_record_needs_supervised(cli, straight: Path, tmp_path: Path) -> None:
     result = cli("drive", str(straight), "--record", str(tmp_path / "r"))
     assert result.code == 2 and "--supervised" in result.stderr

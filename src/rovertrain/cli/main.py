@@ -558,8 +558,6 @@ def drive(
         raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
-    if supervised and driver != CONTINUOUS:
-        raise click.UsageError("--supervised: the supervisor takes over with a gamepad")
     _drive(checkpoint, world, seconds, seeds, out, baselines, driver, supervised, record)
 
 
@@ -583,7 +581,7 @@ def _drive(
     if supervised:
         from rovertrain.deploy.supervised_drive import drive_supervised
 
-        return drive_supervised(checkpoint, world, length, seeds, record, stream)
+        return drive_supervised(checkpoint, world, length, seeds, record, stream, driver)
     return drive_policy(checkpoint, world, length, seeds, out, baselines, driver, stream)
 
 

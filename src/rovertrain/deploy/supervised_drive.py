@@ -14,6 +14,7 @@ from pathlib import Path
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
+from rovertrain.sim.choices import CONTINUOUS
 from rovertrain.sim.registry import lookup, supervised_names
 from rovertrain.sim.rollout import AnyRollout, RolloutTrace
 from rovertrain.sim.supervised import Envelope, SupervisionLog
@@ -55,6 +56,7 @@ def drive_supervised(
     seeds: Sequence[int],
     record: str | None,
     stream: EventStream,
+    driver: str = CONTINUOUS,
 ) -> int:
     from rovertrain.deploy.drive import rollout_line
     from rovertrain.deploy.replay import load_policy
@@ -79,7 +81,9 @@ def drive_supervised(
         stream.emit("rollout", world=world, **metrics.event_fields())
         console_line(f"{rollout_line(metrics)}, {take_over_words(log)}")
 
-    request = SupervisedRequest(loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout)
+    request = SupervisedRequest(
+        loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout, driver
+    )
     report = supervision.drive(request)
 
     # 3. The summary: field figures pooled over the seeds, and what was recorded.

@@ -23,6 +23,7 @@ from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.data.recording import Command, CommandLine
 from rovertrain.data.windows import driving_field_figures
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
@@ -45,7 +46,8 @@ from rovertrain.sim.worlds import FIELD, WORLDS, human_opening, rollout_scenario
 from rovertrain.store.durable import fsync_directory, rename_no_replace
 
 RECORDED_FPS = 1000 // FRAME_MS
-FIELD_PROFILE = "gamepad"
+FIELD_PROFILES = {CONTINUOUS: "gamepad", KEYBOARD: "keyboard"}
+"""A supervised recording's `controlProfile`, by the supervising person's driver."""
 
 
 def field_session_id(world: str, model: str, seed: int) -> str:
@@ -99,10 +101,13 @@ def supervised_rollout(
     seconds: float,
     envelope: Envelope,
     on_frame: FrameSink | None = None,
+    person: str = CONTINUOUS,
 ) -> SupervisedRollout:
-    """The policy drives field seed `seed` of `world` under supervision for `seconds`."""
-    scenario = rollout_scenario(world, seed, FIELD)
-    driver = SupervisedDriver(policy, scenario.human, human_opening(world, seed, FIELD), envelope)
+    """The policy drives field seed `seed` of `world` under supervision for `seconds`; the
+    supervising person drives with `person` (`sim.choices.DRIVERS`)."""
+    scenario = rollout_scenario(world, seed, FIELD, person)
+    opening = human_opening(world, seed, FIELD, person)
+    driver = SupervisedDriver(policy, scenario.human, opening, envelope)
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
     metrics = rollout_metrics(trace, seed)
     return (
@@ -130,6 +135,7 @@ def record_supervised(
     policy: SupervisedPolicy,
     seconds: float,
     envelope: Envelope,
+    person: str = CONTINUOUS,
 ) -> SupervisedRollout:
     """`supervised_rollout`, written as the recording `session` (under a temporary name,
     renamed into place complete: a job never lists half a recording)."""
@@ -142,10 +148,12 @@ def record_supervised(
     try:
         with VideoRecorder(staging / H264.file, H264, WIDTH, HEIGHT, RECORDED_FPS) as video:
             sink: FrameSink = lambda frame, _offset, _sent: video.add(frame)  # noqa: E731
-            metrics, trace, log = supervised_rollout(world, seed, policy, seconds, envelope, sink)
+            rollout = supervised_rollout(world, seed, policy, seconds, envelope, sink, person)
+        metrics, trace, log = rollout
         commands: list[CommandLine] = [command.record() for command in trace.commands]
+        profile = FIELD_PROFILES[person]
         files = SessionFiles(
-            session.session_id, session.rover, FIELD_PROFILE, H264.file, 0.0, WORLDS[world].roles
+            session.session_id, session.rover, profile, H264.file, 0.0, WORLDS[world].roles
         )
         files.write(staging, commands, driven_by={"model": session.model})
         for written in staging.iterdir():  # complete on disk before it is named
@@ -165,13 +173,14 @@ def field_report(
     """Every seed driven under supervision (recorded where `request.record(seed)` names a
     session), pooled as the one controller `supervised`."""
     policy, seconds, envelope = request.policy, request.seconds, request.envelope
+    person = request.driver
     rows = []
     for seed in request.seeds:
         session = request.record(seed)
         if session is None:
-            result = supervised_rollout(world, seed, policy, seconds, envelope)
+            result = supervised_rollout(world, seed, policy, seconds, envelope, None, person)
         else:
-            result = record_supervised(session, world, seed, policy, seconds, envelope)
+            result = record_supervised(session, world, seed, policy, seconds, envelope, person)
         rows.append(result[0])
         request.on_rollout(*result)
     return report_of(world, request.seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)

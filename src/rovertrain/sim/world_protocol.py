@@ -97,6 +97,9 @@ class SupervisedRequest:
     envelope: Envelope
     record: Callable[[int], FieldRecording | None]
     on_rollout: OnSupervisedRollout
+    driver: str = CONTINUOUS
+    """How the supervising person drives (`sim.choices.DRIVERS`): a gamepad, or a keyboard
+    page when the recordings came from one."""
 
 
 class Supervision(Protocol):
