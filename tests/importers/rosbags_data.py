@@ -13,7 +13,7 @@ from typing import Any
 import av
 import numpy as np
 
-from rovertrain.importers.rosbag import ACKERMANN_DEFINITIONS
+from rovertrain.importers.rosbag_read import ACKERMANN_DEFINITIONS
 
 NS = 1_000_000_000
 START_NS = 1_764_500_000 * NS
