@@ -87,6 +87,36 @@ def test_a_levelled_column_has_at_most_most_levels_sorted(sent: list[float]) -> 
         assert set(levels) <= {float(v) for v in np.round(np.array(sent, dtype=np.float64), 4)}
 
 
+def test_a_value_whose_level_changes_on_a_tenth_of_its_sends_is_tapped_else_held() -> None:
+    rng = np.random.default_rng(4)
+    values, available = _windows_with_turns(rng.choice([-1.0, 0.0, 1.0], 300))
+    values[:, 1, 2] = np.where(np.arange(300) < 290, 0.6, 0.0)  # a speed key, held
+    available[:, 1, 2] = 1
+    last = np.roll(values, 1, axis=0)  # each send against the one before it
+    levels = discover_levels(values, available, last)
+    assert levels.levelled[1, :3].all()
+    assert levels.spread[1, 1] and not levels.spread[1, 2] and not levels.spread[1, 0]
+    assert levels.spread_json(initial_schema()) == {"drive": ["turn"]}
+    # without the sends before them, every levelled column is spread (the runtime's default)
+    assert discover_levels(values, available).spread[1, :3].all()
+
+
+def test_a_held_value_outputs_its_most_likely_level_a_tapped_one_its_expected_level() -> None:
+    rng = np.random.default_rng(5)
+    values, available = _windows_with_turns(rng.choice([-1.0, 0.0, 1.0], 100))
+    levels = discover_levels(values, available)
+    held = ValueLevels(levels.values, levels.known, np.zeros((SLOTS, VALUES), dtype=bool))
+    policy = _levelled_policy(held).eval()
+    batch = batch_tensors(learnable_windows(40, seed=3), slice(None))
+    with torch.no_grad():
+        _, output, _, level_logits = policy(batch.images, batch.states, auxiliary=True)
+    likely = torch.tensor([-1.0, 0.0, 1.0])[level_logits[:, 1, 1, :3].argmax(dim=1)]
+    assert torch.equal(output[:, 1, 1], likely)
+    assert policy.value_levels().spread.sum() == 0  # travels with the weights
+    spec = specification(initial_schema(), policy.value_levels())
+    assert spec["output"]["values"]["spread"] == {}
+
+
 def _levelled_policy(levels: ValueLevels) -> Policy:
     torch.manual_seed(0)
     policy = Policy()

@@ -5,10 +5,13 @@ levels (a turn of -1, 0 or 1; gas 0.4, nothing or brake -0.6). A value head trai
 squared error predicts the mean of the levels a state could get: a value no person sends
 (half a turn), or, where the levels are far apart and one is more likely, the wrong one (the
 coast between the gas and the brake, CarRacing keyboard: the car never gets going). For such a
-value the policy classifies instead, one class per level, and outputs the expected level
-(the levels weighted by their probabilities); the runtime sends it as levels, spread over
-its sends so that they average it (`runtime.policy.level_to_send`), as a person tapping a key
-turns half as hard by pressing it half the time.
+value the policy classifies instead, one class per level. A value the person *taps* (its
+level changes on at least `TAPPED_SHARE` of its sends: an arrow key in a bend) outputs the
+expected level (the levels weighted by their probabilities), which the runtime sends as
+levels spread over its sends so that they average it (`runtime.policy.level_to_send`), as a
+person tapping a key turns half as hard by pressing it half the time. A value the person
+*holds* (the cruise speed's up-arrow) outputs its most likely level: spread, it would send
+the released key now and then and stop the rover where nobody stops.
 
 The recordings, not a knob, decide: a value column is levelled when the training windows send
 it at no more than `MOST_LEVELS` distinct values, these cover `LEVEL_COVERAGE` of its sends
@@ -35,6 +38,11 @@ FEWEST_SENDS = 20
 LEVEL_DECIMALS = 4
 """Values equal to this many decimals are one level (a page's levels are exact numbers; a
 float32 round trip is not)."""
+TAPPED_SHARE = 0.1
+"""A levelled value whose level changes (against the last one sent) on at least this share of
+its sends is tapped, below it is held. Keyboard recordings of the simulator (2026-12-06): the
+turn 0.56-0.82 and CarRacing's gas 0.43 of their sends, the cruise speed 0.004-0.007: the
+bar sits in a gap of two orders of magnitude, not at an edge of it."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,20 @@ class ValueLevels:
 
     values: np.ndarray
     known: np.ndarray
+    tapped: np.ndarray | None = None
+    """bool [SLOTS, VALUES]: the levelled columns the person taps (None: every one)."""
 
     @staticmethod
     def none() -> ValueLevels:
         shape = (SLOTS, VALUES, MOST_LEVELS)
         return ValueLevels(np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=bool))
+
+    @property
+    def spread(self) -> np.ndarray:
+        """bool [SLOTS, VALUES]: the levelled columns whose expected level is output (and
+        spread over the sends); the other levelled ones output their most likely level."""
+        tapped = np.ones(self.known.shape[:2], bool) if self.tapped is None else self.tapped
+        return np.asarray(self.levelled & tapped)
 
     @property
     def levelled(self) -> np.ndarray:
@@ -60,6 +77,15 @@ class ValueLevels:
         """A column's levels, ascending, as the recordings wrote them (float32 undone)."""
         known = self.values[slot, column][self.known[slot, column]]
         return [round(float(v), LEVEL_DECIMALS) for v in known]
+
+    def spread_json(self, schema: Schema) -> dict[str, list[str]]:
+        """{type: [value names]} of the spread columns (model.json `output.values.spread`)."""
+        named: dict[str, list[str]] = {}
+        for slot, entry in enumerate(schema[:SLOTS]):
+            for column, name in enumerate(entry["values"][:VALUES]):
+                if self.spread[slot, column]:
+                    named.setdefault(entry["type"], []).append(name)
+        return named
 
     def to_json(self, schema: Schema) -> dict[str, dict[str, list[float]]]:
         """{type: {value name: [levels]}} for the levelled columns (model.json)."""
@@ -95,14 +121,24 @@ def column_levels(sent: np.ndarray) -> list[float] | None:
     return sorted(float(level) for level in distinct[order])
 
 
-def discover_levels(values: np.ndarray, available: np.ndarray) -> ValueLevels:
+def discover_levels(
+    values: np.ndarray, available: np.ndarray, last_values: np.ndarray | None = None
+) -> ValueLevels:
     """The levels of every column of the windows' sends ([N, SLOTS, VALUES] values and
-    `available`, as a window set holds them)."""
+    `available`, as a window set holds them), and, given the last values sent before each
+    window (`runtime.state.last_values_of` of its states), which levelled columns are tapped."""
     found = ValueLevels.none()
+    tapped = np.zeros((SLOTS, VALUES), dtype=bool)
     for slot in range(SLOTS):
         for column in range(VALUES):
-            levels = column_levels(values[:, slot, column][available[:, slot, column].astype(bool)])
-            if levels is not None:
-                found.values[slot, column, : len(levels)] = levels
-                found.known[slot, column, : len(levels)] = True
-    return found
+            sent = available[:, slot, column].astype(bool)
+            levels = column_levels(values[:, slot, column][sent])
+            if levels is None:
+                continue
+            found.values[slot, column, : len(levels)] = levels
+            found.known[slot, column, : len(levels)] = True
+            if last_values is not None:
+                before = last_values[:, slot, column][sent]
+                changed = np.abs(values[:, slot, column][sent] - before) > 0.5 * 10**-LEVEL_DECIMALS
+                tapped[slot, column] = changed.mean() >= TAPPED_SHARE
+    return ValueLevels(found.values, found.known, None if last_values is None else tapped)

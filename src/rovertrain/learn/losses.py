@@ -28,7 +28,7 @@ from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import Batch
 from rovertrain.learn.levels import ValueLevels, discover_levels
-from rovertrain.runtime.state import motion_slots
+from rovertrain.runtime.state import last_values_of, motion_slots
 
 
 @dataclass
@@ -75,7 +75,7 @@ def loss_setup(
     negatives = len(pool) - positives
     weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
     weight = np.clip(weight, 1.0, 20.0)
-    levels = discover_levels(pool.values, pool.available)
+    levels = discover_levels(pool.values, pool.available, last_values_of(pool.states))
     return LossSetup(
         numeric,
         torch.from_numpy(weight.astype(np.float32)),

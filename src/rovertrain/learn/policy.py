@@ -40,8 +40,9 @@ state.
 (`runtime.state.superseded_motion`; `input.state.superseded` in the specification).
 5: a value column the recordings send at a few levels is classified over them, the most
 likely level sent (`learn.levels`; `output.values.levels` in the specification).
-6: a levelled column outputs its expected level, which the runtime sends as levels averaging
-it (`output.values.levelOutput` "expected"; runtime.json format 4)."""
+6: a levelled column the person taps outputs its expected level, which the runtime sends as
+levels averaging it; one the person holds its most likely level (`output.values.levelOutput`
+"expected", `output.values.spread`; runtime.json format 4)."""
 
 VALUE_PATH = ("motion", "value_state", "value_trunk", "values", "levels")
 """The value head's own modules. Everything else (the shared encoder, the event trunk and its
@@ -116,26 +117,33 @@ class Policy(nn.Module):
         self.level_known: torch.Tensor
         self.register_buffer("level_values", torch.zeros(SLOTS, VALUES, MOST_LEVELS))
         self.register_buffer("level_known", torch.zeros(SLOTS, VALUES, MOST_LEVELS))
+        self.level_spread: torch.Tensor
+        self.register_buffer("level_spread", torch.zeros(SLOTS, VALUES))
 
     def use_levels(self, levels: ValueLevels) -> None:
         """Classify the columns `levels` names (a fresh policy regresses every column)."""
         device = self.level_values.device
         self.level_values.copy_(torch.from_numpy(levels.values).to(device))
         self.level_known.copy_(torch.from_numpy(levels.known.astype("float32")).to(device))
+        self.level_spread.copy_(torch.from_numpy(levels.spread.astype("float32")).to(device))
 
     def value_levels(self) -> ValueLevels:
         return ValueLevels(
             self.level_values.detach().cpu().numpy().copy(),
             self.level_known.detach().cpu().numpy() > 0.5,
+            self.level_spread.detach().cpu().numpy() > 0.5,
         )
 
     def sent_values(self, regressed: torch.Tensor, level_logits: torch.Tensor) -> torch.Tensor:
-        """The values output: a levelled column's expected level (its levels weighted by their
-        probabilities; the runtime sends levels that average it), the others regressed."""
-        unknown = self.level_known <= 0.5
-        chances = level_logits.float().masked_fill(unknown, -1e4).softmax(dim=3)
-        expected = (chances * self.level_values.expand(level_logits.shape)).sum(dim=3)
-        return torch.where(self.level_known.amax(dim=2) > 0.5, expected, regressed.float())
+        """The values output: a tapped levelled column's expected level (its levels weighted
+        by their probabilities; the runtime sends levels that average it), a held one's most
+        likely level, the others regressed (`learn.levels`)."""
+        masked = level_logits.float().masked_fill(self.level_known <= 0.5, -1e4)
+        table = self.level_values.expand(level_logits.shape)
+        expected = (masked.softmax(dim=3) * table).sum(dim=3)
+        likely = torch.gather(table, 3, masked.argmax(dim=3, keepdim=True)).squeeze(3)
+        levelled = torch.where(self.level_spread > 0.5, expected, likely)
+        return torch.where(self.level_known.amax(dim=2) > 0.5, levelled, regressed.float())
 
     @overload
     def forward(
@@ -212,9 +220,11 @@ def specification(
     if named:
         values["levels"] = named
         values["levelOutput"] = EXPECTED_LEVEL
+        values["spread"] = levels.spread_json(schema) if levels is not None else {}
         values["activation"] = (
-            "tanh; a column with levels gives its expected level, sent as levels that average "
-            "it (runtime.policy.level_to_send)"
+            "tanh; a column with levels the person taps (spread) gives its expected level, "
+            "sent as levels that average it (runtime.policy.level_to_send); one the person "
+            "holds gives its most likely level"
         )
     return {
         "version": VERSION,

@@ -220,10 +220,10 @@ def level_to_send(expected: float, owed: float, levels: Sequence[float]) -> floa
     value sends a level no person sends. Spreading the expected level over the sends (error
     diffusion) sends only the person's levels and averages what the person averages: on the
     same keyboard checkpoints, CarRacing 0.96 of the driver's reward against 0.23, a road
-    policy's 1.29x the person's commands against 1.60x (docs/learning.md, "Values a person
+    policy's 1.35x the person's commands against 1.60x (docs/learning.md, "Values a person
     sends at a few levels"). Where the model is sure, the expected level is a level and the
-    level is sent every time. Known cost: a value the person holds (the speed) is spread
-    too, and a `drive` at its rest level can leave the rover standing."""
+    level is sent every time; a value the person holds comes as its most likely level (the
+    model's choice, `output.values.spread`), which this sends as it is."""
     wanted = expected + owed
     return min(levels, key=lambda level: (abs(level - wanted), abs(level - expected)))
 
