@@ -161,7 +161,7 @@ def ffmpeg_executable() -> str | None:
 
 def ffmpeg_version(executable: str) -> str:
     first = subprocess.run([executable, "-version"], capture_output=True, text=True).stdout
-    return first.splitlines()[0] if first else "unknown version"
+    return first.splitlines()[0].split(" Copyright")[0] if first else "unknown version"
 
 
 TICK_FRAMES = f"fps=10,format=rgb24,scale={OBS_WIDTH}:{OBS_HEIGHT}:flags=area"
