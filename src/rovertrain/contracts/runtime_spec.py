@@ -103,16 +103,20 @@ class PolicySpec:
     values_per_slot: int
     schema: Schema
     written: JsonObject
-    # Per command type, the values sent at levels (policy version 5, `output.values.levels`):
-    # the runtime never steers them (docs/learning.md, "Values a person sends at a few levels").
-    levelled: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    # The same columns' levels, and whether the model outputs their expected level (version
-    # 6), which the runtime sends as levels (`runtime.policy.level_to_send`).
+    # Per command type, the values sent at levels and their levels (policy version 5,
+    # `output.values.levels`), and whether the model outputs their expected level (version 6),
+    # which the runtime sends as levels (`runtime.policy.level_to_send`).
     level_values: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
     expected_levels: bool = False
     # Per command type, how soon the recordings' person re-sent a command that changed
     # nothing, ms (`output.resendAfterMs`; absent: re-sent whenever it fires).
     resend_after: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def levelled(self) -> dict[str, frozenset[str]]:
+        """Per command type, the values sent at levels: the runtime never steers them
+        (docs/learning.md, "Values a person sends at a few levels")."""
+        return {kind: frozenset(columns) for kind, columns in self.level_values.items()}
 
     @classmethod
     def from_json(cls, document: Mapping[str, JsonValue]) -> PolicySpec:
@@ -142,7 +146,6 @@ class PolicySpec:
             values_per_slot=_count(document.get("valuesPerSlot"), "valuesPerSlot", minimum=0),
             schema=schema,
             written=dict(document),
-            levelled={kind: frozenset(columns) for kind, columns in levels.items()},
             level_values=levels,
             expected_levels=_level_output(document.get("output")) == EXPECTED_LEVEL,
             resend_after=_resend_after(document.get("output")),

@@ -95,11 +95,18 @@ def extract_commands(
     sender = HUMAN
     stopped = False  # a `stop` was the last command sent
     last_sent = last_seen = -math.inf
-    for sample in samples:
+
+    def fell_silent(now: float) -> float | None:
+        """When a moving stream that fell silent before `now` stopped the rover, if it did."""
         silence = rules.silence_ms
-        if moving and silence is not None and sample.t - last_seen > silence:
-            commands.append(Command(last_seen + silence, STOP, by=sender))
-            moving, stopped, sent, last_sent = False, True, {}, last_seen + silence
+        if moving and silence is not None and now - last_seen > silence:
+            return last_seen + silence
+        return None
+
+    for sample in samples:
+        if (silent := fell_silent(sample.t)) is not None:
+            commands.append(Command(silent, STOP, by=sender))
+            moving, stopped, sent, last_sent = False, True, {}, silent
         last_seen = sample.t
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
@@ -118,9 +125,8 @@ def extract_commands(
             commands.append(Command(sample.t, rules.drive, values, sample.by))
             moving, stopped, sent, last_sent = True, False, values, sample.t
         sender = sample.by
-    silence = rules.silence_ms
-    if moving and silence is not None and end is not None and end - last_seen > silence:
-        commands.append(Command(last_seen + silence, STOP, by=sender))
+    if end is not None and (silent := fell_silent(end)) is not None:
+        commands.append(Command(silent, STOP, by=sender))
     return commands
 
 

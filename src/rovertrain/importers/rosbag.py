@@ -10,8 +10,9 @@ with its reason; the other bags go on.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ from rovertrain.importers.rosbag_read import (
     open_bag,
     resolve,
     survey,
+    topic_connections,
     topic_rows,
     words,
 )
@@ -123,7 +125,6 @@ class Part:
 class BagPlan:
     parts: list[Part]
     clocks: dict[str, str]
-    dropped: Dropped
     frame_receive: list[int]
     """Each camera message's receive time, in survey order (to find a part's messages again)."""
 
@@ -170,6 +171,7 @@ def plan_bag(
             dropped.add("short_part", end - start)
             continue
         parts.append((start, end))
+    command_topics = [topic.name for _, topic, _ in resolved.commands]
     plans = []
     for number, (start, end) in enumerate(parts, 1):
         first, last = times[start], times[end - 1]
@@ -180,7 +182,6 @@ def plan_bag(
             _motion(resolved),
             silence_ms=bag_map.silence_ms,
         )
-        command_topics = [topic.name for _, topic, _ in resolved.commands]
         plans.append(
             Part(
                 number,
@@ -194,7 +195,7 @@ def plan_bag(
     if plans:
         plans[0].dropped.merge(dropped)  # the bag's losses, counted once
     receive = [frame.receive_ns for frame in found.frames]
-    return BagPlan(plans, clocks, dropped, receive)
+    return BagPlan(plans, clocks, receive)
 
 
 def session_id(
@@ -278,20 +279,14 @@ def _import_part(
     target = Layout(options.root).recording_dir(part.session_id)
     existing = recording_exists(options.root, part.session_id)
     fields = {**described, "part": part.number}
+
+    def report(frames: int, dry_run: bool, existed: bool) -> None:
+        path, dropped, sent = str(target), part.dropped.as_dict(), len(part.commands)
+        item = Imported(str(bag), part.session_id, frames, sent, dropped, path, dry_run, existed)
+        run.imported(replace(item, bag=fields))
+
     if existing or options.dry_run:
-        run.imported(
-            Imported(
-                str(bag),
-                part.session_id,
-                len(part.order),
-                len(part.commands),
-                part.dropped.as_dict(),
-                str(target),
-                options.dry_run,
-                existing,
-                bag=fields,
-            )
-        )
+        report(len(part.order), options.dry_run, existing)
         return
     meta = SessionMeta(
         session_id=part.session_id,
@@ -309,19 +304,7 @@ def _import_part(
     if frames == 0:
         reason = f"none of the {len(part.order)} camera messages could be decoded"
         raise SkipSession("invalid_recording", reason + f" ({part.dropped.as_dict()})")
-    run.imported(
-        Imported(
-            str(bag),
-            part.session_id,
-            frames,
-            len(part.commands),
-            part.dropped.as_dict(),
-            str(target),
-            False,
-            not written,
-            bag=fields,
-        )
-    )
+    report(frames, False, not written)
 
 
 def _frames(
@@ -329,8 +312,6 @@ def _frames(
 ) -> Iterator[tuple[int, object]]:
     """(survey index, deserialised message) of the camera messages a part spans, in arrival
     order (the survey's), read again from the bag."""
-    import bisect
-
     first = min(part.order)
     last = max(part.order)
     start, stop = plan.frame_receive[first], plan.frame_receive[last] + 1
@@ -376,7 +357,7 @@ def _write(
 ) -> tuple[int, bool]:
     """Decode the part's frames, encode them in order and write the recording; (frames,
     False when it already existed)."""
-    connections = [c for c in reader.connections if c.topic == resolved.image.name]
+    connections = topic_connections(reader, resolved.image.name)
     compressed = resolved.image.msgtype == COMPRESSED
     decoder = CompressedDecoder()
     wanted = dict(zip(part.order, part.times, strict=True))

@@ -129,12 +129,9 @@ def mux(streams: Sequence[Sequence[TimedSample]], timeout_ns: int) -> list[Timed
 
 def part_samples(samples: Sequence[TimedSample], start_ns: int, end_ns: int) -> list[ControlSample]:
     """The controls in [start_ns, end_ns] (sorted samples) in ms since `start_ns`."""
-    first = bisect.bisect_left([s.time_ns for s in samples], start_ns)
-    chosen = []
-    for sample in samples[first:]:
-        if sample.time_ns > end_ns:
-            break
-        chosen.append(
-            ControlSample((sample.time_ns - start_ns) / NS_PER_MS, sample.values, sample.by)
-        )
-    return chosen
+    first = bisect.bisect_left(samples, start_ns, key=lambda sample: sample.time_ns)
+    last = bisect.bisect_right(samples, end_ns, key=lambda sample: sample.time_ns)
+    return [
+        ControlSample((sample.time_ns - start_ns) / NS_PER_MS, sample.values, sample.by)
+        for sample in samples[first:last]
+    ]

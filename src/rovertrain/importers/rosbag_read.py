@@ -6,6 +6,7 @@ a `SkipSession` with its words.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
@@ -35,6 +36,7 @@ from rovertrain.importers.rosbag_plan import Stamped
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
+    from rosbags.interfaces import Connection
 
 ACKERMANN_DEFINITIONS = {
     # ackermann_msgs is not in rosbags' type stores; ROS 1 bags and recent ROS 2 bags carry
@@ -70,7 +72,10 @@ def bag_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+@functools.cache
 def _typestore() -> Any:
+    """Every bag's fallback definitions: the current ROS 2 release's, with ackermann_msgs
+    (built once: reading the store's sources is the slow part)."""
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.LATEST)
@@ -125,6 +130,11 @@ def open_bag(paths: list[Path]) -> Iterator[AnyReader]:
         yield reader
     finally:
         reader.close()
+
+
+def topic_connections(reader: AnyReader, topic: str) -> list[Connection]:
+    """The bag's connections of `topic` (several where the recorder saw several publishers)."""
+    return [connection for connection in reader.connections if connection.topic == topic]
 
 
 def words(error: BaseException) -> str:
@@ -219,9 +229,10 @@ class Survey:
 def survey(reader: AnyReader, resolved: Resolved) -> Survey:
     """Every camera message's times and every command message's times and values."""
     found = Survey(commands=[[] for _ in resolved.commands])
-    image_connections = [c for c in reader.connections if c.topic == resolved.image.name]
     slots = {entry.topic: number for number, (entry, _, _) in enumerate(resolved.commands)}
-    wanted = image_connections + [c for c in reader.connections if c.topic in slots]
+    wanted = topic_connections(reader, resolved.image.name)
+    for name in slots:
+        wanted += topic_connections(reader, name)
     for connection, receive_ns, raw in reader.messages(connections=wanted):
         camera = connection.topic == resolved.image.name
         try:

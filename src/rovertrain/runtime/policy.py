@@ -453,11 +453,9 @@ class RoverPolicy:
         what each stood for, owed included, by (type, value)."""
         wanted: dict[tuple[str, str], float] = {}
         for kind, columns in self.level_values.items():
-            for name, levels in columns.items():
-                if name in named.get(kind, {}):
-                    key = (kind, name)
-                    wanted[key] = named[kind][name] + self.owed.get(key, 0.0)
-                    named[kind][name] = level_to_send(
-                        named[kind][name], self.owed.get(key, 0.0), levels
-                    )
+            values = named.get(kind, {})
+            for name in columns.keys() & values.keys():
+                expected, owed = values[name], self.owed.get((kind, name), 0.0)
+                wanted[(kind, name)] = expected + owed
+                values[name] = level_to_send(expected, owed, columns[name])
         return wanted
