@@ -14,6 +14,8 @@ def test_every_path_of_the_tree() -> None:
     layout = Layout(root)
     assert layout.recordings == root / "recordings"
     assert layout.recording_dir("s1") == root / "recordings" / "s1"
+    assert layout.curation == root / "curation.json"
+    assert layout.curation_lock == root / ".curation.lock"
     assert layout.training == root / "training"
     assert layout.lock == root / "training" / ".lock"
     assert layout.current == root / "training" / "current.json"

@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     INVALID_CHECKPOINT = "invalid_checkpoint"
     EXPORT_MISMATCH = "export_mismatch"
     RANK_FAILED = "rank_failed"
+    INVALID_CURATION = "invalid_curation"
 
 
 class RovertrainError(Exception):

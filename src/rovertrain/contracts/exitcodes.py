@@ -11,7 +11,8 @@ class ExitCode(IntEnum):
     FAILED = 1
     """The job failed; an `error` event was written."""
     USAGE = 2
-    """Invalid invocation or invalid job file (`error` with code `invalid_job` or `usage`)."""
+    """Invalid invocation, job file or curation file (`error` with code `invalid_job`, `usage`
+    or `invalid_curation`)."""
     LOCKED = 75
     """The data root is locked by another job (EX_TEMPFAIL): retry later."""
     SUPERVISOR_GONE = 141
@@ -22,6 +23,7 @@ class ExitCode(IntEnum):
 _CODE_EXITS = {
     "invalid_job": ExitCode.USAGE,
     "usage": ExitCode.USAGE,
+    "invalid_curation": ExitCode.USAGE,
     "locked": ExitCode.LOCKED,
 }
 

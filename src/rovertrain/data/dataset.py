@@ -17,6 +17,7 @@ import numpy as np
 
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.contracts.errors import SkipSession
+from rovertrain.data.curation import Curation
 from rovertrain.data.field import UNKNOWN_MODEL, FieldFigures, pooled
 from rovertrain.data.partition import Partition, is_held_out
 from rovertrain.data.reading import reading_shard
@@ -115,6 +116,7 @@ class DatasetRequest:
     decoded: DecodedByRanks = field(default_factory=DecodedByRanks)
     maintains_store: bool = True  # removes temporaries and evicts: one rank only
     exchange: Exchange | None = None  # the job's ranks, each reading a shard (job/ranks.py)
+    curation: Curation = field(default_factory=Curation)  # stretches left out (read at start)
 
 
 class Exchange(Protocol):
@@ -272,12 +274,9 @@ def build_dataset(request: DatasetRequest, stream: EventStream, watcher: DecodeW
     entries.store_dir(request.root).mkdir(parents=True, exist_ok=True)
     if request.maintains_store:
         entries.remove_temporaries(request.root)
-    job = _JobReading(
-        request,
-        found,
-        Reading(request.seed, request.sampling, keep, found.manifest.next_generation()),
-        per_session,
-    )
+    generation = found.manifest.next_generation()
+    session_reading = Reading(request.seed, request.sampling, keep, generation, request.curation)
+    job = _JobReading(request, found, session_reading, per_session)
     if exchange is not None:
         _read_shared(job, dataset, builders, stream, watcher, exchange)
     else:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import traceback
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from rovertrain.contracts.command_schema import Schema, extended
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.observation import STALE_FRAME_MS
+from rovertrain.data.curation import Curation, LeftOut, covering_entry
 from rovertrain.data.field import FieldFigures
 from rovertrain.data.partition import Partition, partition_of
 from rovertrain.data.recording import CommandLog, Recording, read_command_log
@@ -44,6 +46,17 @@ from rovertrain.data.windows import (
 
 
 @dataclass(frozen=True)
+class LeftOutWindows:
+    """The windows of a session that would have been usable and curation.json leaves out."""
+
+    windows: int
+    reasons: dict[str, int]  # windows per reason; a window in several stretches: the first's
+
+    def to_json(self) -> dict[str, Any]:
+        return {"leftOutWindows": self.windows, "leftOutReasons": dict(self.reasons)}
+
+
+@dataclass(frozen=True)
 class SessionResult:
     """An accepted session's figures: the `dataset` event's diagnostics, typed."""
 
@@ -63,6 +76,7 @@ class SessionResult:
     rover_id: str
     control_profile: str | None
     driven_by: str | None = None  # session.json drivenBy.model
+    left_out: LeftOutWindows | None = None  # None: curation.json names no stretch of it
 
     def field_figures(self) -> FieldFigures | None:
         """How a policy drove this session under supervision (None: a person drove it all)."""
@@ -84,6 +98,7 @@ class SessionResult:
             "selectionWindows": self.selection_windows,
             "roverId": self.rover_id,
             "controlProfile": self.control_profile,
+            **(self.left_out.to_json() if self.left_out is not None else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -117,9 +132,11 @@ class Session:
 class Labelled:
     schema: Schema  # the schema grown by this session's command types (training sessions)
     labels: Labels
-    usable: list[int]
+    usable: list[int]  # the windows the job uses: the recording's, less those left out
     log: CommandLog
     source: tuple[str, str]  # `command_source`: its command types and roles (manifest JSON)
+    recorded: list[int]  # the recording's usable windows, before curation (the manifest's)
+    left_out: LeftOutWindows | None  # None: curation.json names no stretch of it
 
 
 def command_source(recording: Recording, log: CommandLog) -> tuple[str, str]:
@@ -137,9 +154,14 @@ def session_schema(schema: Schema, recording: Recording, log: CommandLog) -> Sch
 
 
 def label_session(
-    session: Session, schema: Schema, held_out: bool, log: CommandLog | None = None
+    session: Session,
+    schema: Schema,
+    held_out: bool,
+    log: CommandLog | None = None,
+    left_out: Sequence[LeftOut] = (),
 ) -> Labelled:
-    """Read the command log (unless given) and label the windows; raises SkipSession."""
+    """Read the command log (unless given) and label the windows; the windows inside the
+    session's `left_out` stretches are not usable. Raises SkipSession."""
     if isinstance(session.ready, SkipSession):
         raise session.ready
     recording = session.recording
@@ -151,8 +173,27 @@ def label_session(
     labels = label_windows(frames.ticks, log.commands, schema)
     stale = (frames.ticks - frames.frame_times) > STALE_FRAME_MS
     # A window a policy drove and nobody corrected holds no decision of a person's.
-    usable = np.flatnonzero(~stale & ~labels.unsupported & ~labels.autonomous).tolist()
-    return Labelled(schema, labels, usable, log, command_source(recording, log))
+    usable = ~stale & ~labels.unsupported & ~labels.autonomous
+    curated, figures = _curated(frames.ticks, usable, left_out)
+    recorded = np.flatnonzero(usable).tolist()
+    source = command_source(recording, log)
+    return Labelled(schema, labels, curated, log, source, recorded, figures)
+
+
+def _curated(
+    ticks: np.ndarray, usable: np.ndarray, left_out: Sequence[LeftOut]
+) -> tuple[list[int], LeftOutWindows | None]:
+    """The usable windows outside the stretches left out, and what was left out."""
+    if not left_out:
+        return np.flatnonzero(usable).tolist(), None
+    covering = covering_entry(ticks, left_out)
+    dropped = usable & (covering >= 0)
+    reasons: dict[str, int] = {}
+    for index in covering[dropped].tolist():
+        reason = left_out[index].reason
+        reasons[reason] = reasons.get(reason, 0) + 1
+    figures = LeftOutWindows(int(dropped.sum()), dict(sorted(reasons.items())))
+    return np.flatnonzero(usable & ~dropped).tolist(), figures
 
 
 @dataclass(frozen=True)
@@ -185,12 +226,14 @@ class SessionOutcome:
 
 @dataclass(frozen=True)
 class Reading:
-    """What reading needs beyond the session: the job's seed and sampling, and the store."""
+    """What reading needs beyond the session: the job's seed, sampling and curation, and the
+    store."""
 
     seed: int
     sampling: Sampling
     keep_windows: bool
     generation: int  # the manifest generation a new session's row gets
+    curation: Curation = field(default_factory=Curation)  # read once, at the job's start
 
 
 def session_outcome(
@@ -205,8 +248,9 @@ def session_outcome(
     session_id = session.session_id
     partition = partition_of(session_id)
     held_out = partition is Partition.HELD_OUT
+    left_out = reading.curation.for_session(session_id)
     try:
-        labelled = label_session(session, schema, held_out, log)
+        labelled = label_session(session, schema, held_out, log, left_out)
     except SkipSession as skip:
         return SessionOutcome(session_id, partition, None, skip=Skip(*_skip_fields(skip)))
     except Exception as error:  # defence in depth: one session never ends the job
@@ -225,6 +269,8 @@ def session_outcome(
                 session_id, partition, grown, skip=why, row=row, entry=entry, field=field
             )
         why = Skip("no_windows", "no usable window: no frame near any 100 ms tick")
+        if labelled.recorded:
+            why = Skip("no_windows", "no usable window: curation.json leaves out every one")
         return SessionOutcome(session_id, partition, grown, skip=why, row=row, entry=entry)
     windows = selection = None
     indices: list[int] = []
@@ -253,6 +299,7 @@ def session_outcome(
         rover_id=recording.rover_id,
         control_profile=recording.control_profile,
         driven_by=recording.driven_by,
+        left_out=labelled.left_out,
     )
     return SessionOutcome(
         session_id, partition, grown, result, None, windows, selection, row, entry
@@ -305,7 +352,9 @@ def _manifest_row(session: Session, labelled: Labelled, generation: int) -> Mani
     if seen is None:
         return None
     labels = labelled.labels
-    usable = np.bincount(labels.category[labelled.usable], minlength=3)
+    # The recording's usable windows, before curation: a stored row does not change when
+    # curation.json does.
+    usable = np.bincount(labels.category[labelled.recorded], minlength=3)
     return ManifestRow(
         session_id=session.session_id,
         entry=entry.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rovertrain.contracts.decision import DecisionRules
 from rovertrain.contracts.errors import InvalidJob
@@ -33,6 +33,9 @@ from rovertrain.learn.settings import (
     Optimisation,
     Selection,
 )
+
+if TYPE_CHECKING:
+    from rovertrain.data.curation import Curation
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ class Job:
     gate: Gate
     jobId: str | None = None
     seed: int = 0
+    # Not in the job file: the root's curation.json, read once at the job's start
+    # (job/preflight.py `with_curation`); None: not read yet.
+    curation: Curation | None = None
 
     @property
     def actionThreshold(self) -> float:

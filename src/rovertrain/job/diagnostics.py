@@ -28,6 +28,9 @@ class JobDiagnostics:
             decodeSeconds=dataset.decode_seconds,
             poolBytes=dataset.training.nbytes() + dataset.held_out.nbytes(),
         )
+        curated = [result.left_out for result in dataset.sessions if result.left_out is not None]
+        if curated:  # the sessions read that curation.json names: their windows left out
+            self.figures["leftOutWindows"] = sum(figures.windows for figures in curated)
 
     def selection(self, summary: JsonObject) -> None:
         self.figures["selection"] = summary

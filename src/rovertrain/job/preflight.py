@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from rovertrain.contracts.errors import RovertrainError, SkipSession
-from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.json_types import JsonObject, JsonValue
+from rovertrain.data.curation import Curation, read_curation
 from rovertrain.data.recording import list_sessions, session_directory
 from rovertrain.job.config import Job
 from rovertrain.store.layout import Layout
@@ -44,6 +45,37 @@ def job_sessions(job: Job) -> tuple[str, ...]:
     return job.sessions
 
 
+def with_curation(job: Job, root: Path) -> Job:
+    """The job with the root's curation.json, read once, here: a write while the job runs is
+    the next job's. An invalid file ends the job before anything is decoded
+    (`invalid_curation`)."""
+    if job.curation is not None:
+        return job
+    return replace(job, curation=read_curation(root))
+
+
+def job_curation(job: Job) -> Curation:
+    if job.curation is None:
+        raise ValueError("the job's curation is not read yet (with_curation)")
+    return job.curation
+
+
+CURATION_SESSIONS_SHOWN = 20
+
+
+def curation_summary(curation: Curation, root: Path) -> JsonObject:
+    """`validate-job`'s account of curation.json: its entries, the sessions they name, and
+    those of them the root lacks (reported, not refused: a session may have been deleted)."""
+    named = curation.sessions()
+    missing: list[JsonValue] = [*sorted(named - set(list_sessions(root)))]
+    return {
+        "entries": len(curation.entries),
+        "sessions": len(named),
+        "missingSessions": len(missing),
+        "missingSessionIds": missing[:CURATION_SESSIONS_SHOWN],
+    }
+
+
 def validate_job_offline(job: Job) -> JsonObject:
     """What a job template says, checked against the schema only (no root needed)."""
     return {
@@ -60,7 +92,7 @@ def validate_job_offline(job: Job) -> JsonObject:
 def validate_job_on_disk(job: Job) -> JsonObject:
     root = job.root.resolve()
     check_root_usable(root)
-    job = with_sessions(job, root)
+    job = with_curation(with_sessions(job, root), root)
     missing = {}
     for session_id in job_sessions(job):
         try:
@@ -81,4 +113,5 @@ def validate_job_on_disk(job: Job) -> JsonObject:
         "allSessions": False,
         "config": job.config.to_json(),
         "gate": job.gate.to_json(),
+        "curation": curation_summary(job_curation(job), root),
     }

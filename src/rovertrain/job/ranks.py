@@ -132,11 +132,12 @@ class Ranks:
 
     # -- start ------------------------------------------------------------------------------
     def agree_job(self, job: Job, job_id: str) -> tuple[Job, str]:
-        """Rank 0's job id and session list on every rank."""
+        """Rank 0's job id, session list and curation on every rank (each rank read the root
+        itself; a file written in between must not split the ranks' datasets)."""
         if self.group is None:
             return job, job_id
-        job_id, sessions = self.group.from_leader((job_id, job.sessions))
-        return dataclasses.replace(job, sessions=sessions), job_id
+        job_id, sessions, curation = self.group.from_leader((job_id, job.sessions, job.curation))
+        return dataclasses.replace(job, sessions=sessions, curation=curation), job_id
 
     def root_lock(self, root: Path) -> JobLock | NoLock:
         """The root's job lock on rank 0; a lock that locks nothing on the others."""

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.job.config import Job
 from rovertrain.job.control import JobControl, Phase
-from rovertrain.job.preflight import check_root_usable, job_sessions, with_sessions
+from rovertrain.job.preflight import (
+    check_root_usable,
+    job_curation,
+    job_sessions,
+    with_curation,
+    with_sessions,
+)
 from rovertrain.job.ranks import Ranks, join_ranks, one_process
 from rovertrain.job.startup import (
     JobWatcher,
@@ -59,14 +65,15 @@ def run_job(job: Job, stream: EventStream, watchers: Sequence[JobWatcher] = ()) 
     stream.bind_job(job_id)
     root = job.root.resolve()
 
-    # 1. Validate, budget the CPU, join the other ranks (if a launcher started several), lock
-    #    the root, clean up after crashed jobs, announce. Rank 0 alone locks, cleans, announces.
+    # 1. Validate, read curation.json (once: a later write is the next job's), budget the
+    #    CPU, join the other ranks (if a launcher started several), lock the root, clean up
+    #    after crashed jobs, announce. Rank 0 alone locks, cleans, announces.
     check_root_usable(root)
-    job = with_sessions(job, root)
+    job = with_curation(with_sessions(job, root), root)
     limit_cpu(job.config.execution.threads)
     ranks = join_ranks(job.config.execution)
     try:
-        job, job_id = ranks.agree_job(job, job_id)  # rank 0's
+        job, job_id = ranks.agree_job(job, job_id)  # rank 0's sessions and curation
         stream.bind_job(job_id)
         from rovertrain.store.publish import remove_stale_staging
 
@@ -196,6 +203,7 @@ def decode_and_sample(run: JobRun) -> Dataset:
         threads=config.execution.threads,
         decoding=config.decoding,
         sampling=config.sampling,
+        curation=job_curation(job),
     )
     request = run.ranks.decode_shard(request, control)
     dataset = build_dataset(request, run.stream, control)

@@ -2,6 +2,10 @@
 
     <root>/
       recordings/<sessionId>/            one recorded drive (read only; `recording_dir`)
+      curation.json                      stretches left out of training, the person's
+                                         (data/curation.py; `curation`)
+      .curation.lock                     its writers' lock, flock'd, never deleted
+                                         (`curation_lock`)
       training/                          everything rovertrain writes (`training`)
         .lock                            the job lock, flock'd, never deleted (`lock`)
         current.json                     reserved for the current model (`current`)
@@ -22,6 +26,9 @@
           training_log.csv               one row per progress event (`training_log`)
           checkpoint_evals.csv           one row per held-out evaluation (`checkpoint_evals`)
           report.png                     the dashboard of `rovertrain report` (`report`)
+        review/replays/<model>/<sessionId>.ndjson
+                                         a model's replay of a session, kept for the review
+                                         page (`review_replay(model, session)`)
 
 Only names live here: nothing in this module touches the disk.
 """
@@ -82,8 +89,20 @@ class Layout:
         return self.recordings / session_id
 
     @property
+    def curation(self) -> Path:
+        """The stretches of sessions left out of training (docs/recording-format.md)."""
+        return self.root / "curation.json"
+
+    @property
+    def curation_lock(self) -> Path:
+        return self.root / ".curation.lock"
+
+    @property
     def training(self) -> Path:
         return self.root / "training"
+
+    def review_replay(self, model_id: str, session_id: str) -> Path:
+        return self.training / "review" / "replays" / model_id / f"{session_id}.ndjson"
 
     @property
     def lock(self) -> Path:
