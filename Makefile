@@ -6,16 +6,32 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_ROOT ?= demo-data
 
-.PHONY: install test test-slow test-reliability lint format docs demo bench clean
+.PHONY: install browser test test-slow test-reliability lint format docs demo bench clean
 
-install: $(STAMP)
+install: $(STAMP) browser
 
 $(STAMP): pyproject.toml packages/rovertrain-runtime/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e packages/rovertrain-runtime \
-	  -e '.[dev,report,deploy,import,rosbag,bench,sim]'
+	  -e '.[dev,report,deploy,import,rosbag,review,bench,sim]'
 	touch $(STAMP)
+
+# tests/review drive the review page in the distribution's Chromium, never a downloaded one.
+# As root on Debian or Ubuntu it is installed here; elsewhere this says what to install (and
+# tests/review fail, loudly, until it is there).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+	    echo "installing Debian's chromium for tests/review (apt-get)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q chromium > /dev/null 2>&1 || \
+	      { apt-get update -q > /dev/null && apt-get install -y -q chromium > /dev/null; }; \
+	  else \
+	    echo "WARNING: tests/review need Chromium at $(CHROMIUM): install the distribution's chromium package" >&2; \
+	  fi; \
+	fi
 
 lint: install
 	$(BIN)/ruff check src tests bench tools

@@ -145,17 +145,22 @@ def synth_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def synth_copy(synth_data: Path, tmp_path: Path) -> Path:
-    """A private copy of the small data set, with its job file pointing at the copy."""
+def copy_root(synth_data: Path, folder: Path) -> Path:
+    """`folder`/root: a copy of the data set's recordings, its job file pointing at the copy."""
     import shutil
 
-    root = tmp_path / "root"
+    root = folder / "root"
     shutil.copytree(synth_data / "recordings", root / "recordings")
     job = json.loads((synth_data / "job.json").read_text())
     job["root"] = str(root)
     (root / "job.json").write_text(json.dumps(job))
     return root
+
+
+@pytest.fixture
+def synth_copy(synth_data: Path, tmp_path: Path) -> Path:
+    """A private copy of the small data set, with its job file pointing at the copy."""
+    return copy_root(synth_data, tmp_path)
 
 
 def start_run(job: Path, hooks: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:

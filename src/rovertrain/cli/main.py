@@ -408,6 +408,19 @@ def import_rosbag(
 
 @cli.command()
 @click.argument("root", type=click.Path())
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@events_body
+def review(stream: EventStream, root: str, host: str, port: int) -> int:
+    """Look at the fleet's drives and models in a browser; leave bad stretches out of
+    training (needs rovertrain[review])."""
+    from rovertrain.cli.review import serve_review
+
+    return serve_review(stream, root, host, port)
+
+
+@cli.command()
+@click.argument("root", type=click.Path())
 @click.option("--current", is_flag=True, help="Only the promoted one (training/current.json).")
 @events_body
 def models(stream: EventStream, root: str, current: bool) -> int:

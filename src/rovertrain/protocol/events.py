@@ -79,6 +79,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "drove": ("world", "seeds", "seconds", "controllers", "margins"),
     "ranks": ("ranks",),
     "imported": ("source", "sessionId", "frames", "commands", "dropped", "path", "dryRun"),
+    "review": ("url", "root"),
     "complete": ("trained", "accepted", "rejected"),
     "error": ("code", "message"),
 }

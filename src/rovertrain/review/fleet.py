@@ -1,0 +1,292 @@
+"""The fleet page's rows: every session under the root and every published model.
+
+A root of a thousand sessions must answer in well under 200 ms, so what a session's files
+say is read once and kept until the files change (`FileCache`, keyed by size and mtime);
+the store's manifest and the jobs' logs are read again only when they change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import orjson
+
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.strict_json import BadJson, parse_json
+from rovertrain.data.partition import Partition, partition_of
+from rovertrain.data.recording import (
+    MAX_COMMAND_LOG_BYTES,
+    command_from_json,
+    list_sessions,
+    load_recording,
+    read_small,
+    regular_file,
+)
+from rovertrain.data.window_store.manifest import ManifestRow, manifest_path, read_manifest
+from rovertrain.protocol.eventlog import job_running, read_events
+from rovertrain.store.catalogue import ModelRecord, catalogue, field_reports
+from rovertrain.store.current import current_path, read_current
+from rovertrain.store.layout import Layout
+
+T = TypeVar("T")
+# A command line a policy sent (data/recording.py: `by` is "human" or "policy").
+BY_POLICY = re.compile(rb'"by"\s*:\s*"policy"')
+TICK_SECONDS = 0.1  # one window per 100 ms tick (contracts.observation.TICK_MS)
+
+
+def _stamp(paths: list[Path]) -> tuple[tuple[int, int], ...] | None:
+    """What says a set of files changed: their sizes and mtimes (None: one is missing)."""
+    stamps = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        stamps.append((info.st_size, info.st_mtime_ns))
+    return tuple(stamps)
+
+
+class FileCache(Generic[T]):
+    """Values computed from files, computed again only when those files change."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[object, T]] = {}
+        self._lock = threading.Lock()
+
+    def peek(self, key: str) -> T | None:
+        with self._lock:
+            found = self._values.get(key)
+        return None if found is None else found[1]
+
+    def get(self, key: str, paths: list[Path], compute: Callable[[], T]) -> T:
+        stamp = _stamp(paths)
+        with self._lock:
+            found = self._values.get(key)
+        if found is not None and stamp is not None and found[0] == stamp:
+            return found[1]
+        value = compute()
+        with self._lock:
+            self._values[key] = (stamp, value)
+        return value
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """What a session's own files say (the recording, its command log)."""
+
+    rover_id: str | None
+    started_at: str | None
+    commands: int | None
+    policy_commands: int | None
+    first_ms: float | None
+    last_ms: float | None
+    problem: str | None  # why the recording cannot be read (then most fields are None)
+    watched: tuple[Path, ...] = ()  # the files these figures came from
+
+
+def read_session_files(root: Path, session_id: str) -> SessionFiles:
+    """The fleet row's figures from a session's files, without parsing its whole log: the
+    table of a thousand sessions must come back fast the first time too (the session page and
+    the job's `dataset` event count valid commands; here a command is a line of the log)."""
+    try:
+        recording = load_recording(root, session_id)
+        data = read_small(recording.commands_path, MAX_COMMAND_LOG_BYTES)
+    except SkipSession as skip:
+        problem = f"{skip.code}: {skip.reason}"
+        return SessionFiles(None, None, None, None, None, None, problem)
+    lines = [line for line in data.removeprefix(b"\xef\xbb\xbf").splitlines() if line.strip()]
+    return SessionFiles(
+        rover_id=recording.rover_id,
+        started_at=_started_at(recording.directory),
+        commands=len(lines),
+        policy_commands=len(BY_POLICY.findall(data)),
+        first_ms=_time_of(lines[:1]),
+        last_ms=_time_of(lines[-1:]),
+        problem=None,
+        watched=(recording.commands_path, recording.video_path),
+    )
+
+
+def _time_of(lines: list[bytes]) -> float | None:
+    """`t` of a command line (None: no line, or not a command)."""
+    try:
+        command = command_from_json(orjson.loads(lines[0])) if lines else None
+    except (orjson.JSONDecodeError, BadJson, IndexError):
+        return None
+    return None if command is None else command.t
+
+
+def _started_at(directory: Path) -> str | None:
+    """session.json's optional `startedAt` (not interpreted by training; shown and sorted)."""
+    try:
+        raw = read_small(regular_file(directory, "session.json", "session"), 2**20)
+        meta = parse_json(raw.decode("utf-8-sig"))
+    except (SkipSession, BadJson, UnicodeDecodeError, ValueError):
+        return None
+    started = meta.get("startedAt") if isinstance(meta, dict) else None
+    return started if isinstance(started, str) else None
+
+
+def latest_skips(root: Path) -> dict[str, str]:
+    """Session id -> why the newest job that read it skipped it (code: reason)."""
+    skips: dict[str, str] = {}
+    for events in _job_logs_oldest_first(root):
+        for event in read_events(events):
+            session_id = event.get("sessionId")
+            if not isinstance(session_id, str):
+                continue
+            if event.get("kind") == "skipped":
+                skips[session_id] = f"{event.get('code')}: {event.get('reason')}"
+            elif event.get("kind") == "dataset":
+                skips.pop(session_id, None)
+    return skips
+
+
+def _job_logs_oldest_first(root: Path) -> Iterator[Path]:
+    for job in list_jobs(root):
+        yield Path(str(job["path"]))
+
+
+def list_jobs(root: Path) -> list[JsonObject]:
+    """Every job folder with an event log, oldest first (job ids start with their UTC time)."""
+    jobs_dir = Layout(root).training / "jobs"
+    try:
+        names = sorted(entry.name for entry in os.scandir(jobs_dir) if entry.is_dir())
+    except OSError:
+        return []
+    jobs: list[JsonObject] = []
+    for name in names:
+        events = jobs_dir / name / "events.ndjson"
+        if events.is_file() and not events.is_symlink():
+            running = job_running(jobs_dir / name)
+            jobs.append({"id": name, "path": str(events), "running": running})
+    return jobs
+
+
+class Fleet:
+    """The fleet page's data for one root, cached between requests."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._sessions: FileCache[SessionFiles] = FileCache()
+        self._shared: FileCache[object] = FileCache()
+        # One reader of every session at a time: a page opened while the start-up warm-up
+        # runs waits for it and then answers from its cache, rather than read it all again.
+        self._listing = threading.Lock()
+
+    def session_files(self, session_id: str) -> SessionFiles:
+        directory = self.root / "recordings" / session_id
+        before = self._sessions.peek(session_id)
+        watched = list(before.watched) if before is not None else []
+        paths = [directory, directory / "session.json", *watched]
+        return self._sessions.get(
+            session_id, paths, lambda: read_session_files(self.root, session_id)
+        )
+
+    def manifest_rows(self) -> dict[str, ManifestRow]:
+        path = manifest_path(self.root)
+        rows = self._shared.get(
+            "manifest",
+            [path],
+            lambda: dict(read_manifest(self.root).rows),
+        )
+        assert isinstance(rows, dict)
+        return rows
+
+    def skips(self) -> dict[str, str]:
+        logs = [Path(str(job["path"])) for job in list_jobs(self.root)]
+        skips = self._shared.get("skips:" + ",".join(map(str, logs)), logs, self._read_skips)
+        assert isinstance(skips, dict)
+        return skips
+
+    def _read_skips(self) -> dict[str, str]:
+        return latest_skips(self.root)
+
+    def sessions(self) -> list[JsonObject]:
+        with self._listing:
+            rows, skips = self.manifest_rows(), self.skips()
+            return [
+                session_row(session_id, self.session_files(session_id), rows.get(session_id), skips)
+                for session_id in list_sessions(self.root)
+            ]
+
+    def session(self, session_id: str) -> JsonObject:
+        """One session's row (the session page's header)."""
+        files = self.session_files(session_id)
+        return session_row(session_id, files, self.manifest_rows().get(session_id), self.skips())
+
+    def warm(self) -> None:
+        """Reads every session once (the server starts it in the background), so that the
+        first look at the fleet page is as quick as the next."""
+        self.sessions()
+        self.models()
+
+    def models(self) -> list[JsonObject]:
+        checkpoints = Layout(self.root).checkpoints
+        paths = [checkpoints, current_path(self.root)]
+        records = self._shared.get("models", paths, lambda: catalogue(self.root))
+        assert isinstance(records, list)
+        pointer, _folder, _problems = read_current(self.root)
+        current = pointer.get("id") if pointer is not None else None
+        return model_rows(records, current)
+
+
+def session_row(
+    session_id: str, files: SessionFiles, row: ManifestRow | None, skips: dict[str, str]
+) -> JsonObject:
+    """One line of the fleet's session table."""
+    seconds = None
+    if row is not None:
+        seconds = round(row.windows * TICK_SECONDS, 1)
+    elif files.first_ms is not None and files.last_ms is not None:
+        seconds = round((files.last_ms - files.first_ms) / 1000, 1)
+    if row is not None and row.windows:
+        policy_share: float | None = round(row.autonomous_windows / row.windows, 3)
+    elif files.commands:
+        policy_share = round((files.policy_commands or 0) / files.commands, 3)
+    else:
+        policy_share = 0.0 if files.commands == 0 else None
+    if files.problem is not None:
+        state, why = "skipped", files.problem
+    elif session_id in skips:
+        state, why = "skipped", skips[session_id]
+    elif row is not None:
+        state, why = "decoded", None
+    else:
+        state, why = "new", "no job has read it yet"
+    held_out = partition_of(session_id) is Partition.HELD_OUT
+    return {
+        "id": session_id,
+        "rover": files.rover_id or (row.rover_id if row is not None else None),
+        "date": files.started_at,
+        "seconds": seconds,
+        "commands": files.commands,
+        "policyShare": policy_share,
+        "partition": "held-out" if held_out else "training",
+        "state": state,
+        "why": why,
+    }
+
+
+def model_rows(records: list[ModelRecord], current: object) -> list[JsonObject]:
+    """One line per published model, newest first, with how it drove in the field."""
+    reports = field_reports(records)
+    rows: list[JsonObject] = []
+    for record in reversed(records):
+        found = reports.get(record.id)
+        rows.append(
+            {
+                **record.event_fields(),
+                "canary": record.canary,
+                "current": record.id == current,
+                "field": None if found is None else {**found[0], "reportedBy": found[1]},
+            }
+        )
+    return rows
