@@ -18,16 +18,16 @@ $(STAMP): pyproject.toml packages/rovertrain-runtime/pyproject.toml constraints.
 	touch $(STAMP)
 
 # tests/review drive the review page in the distribution's Chromium, never a downloaded one.
-# As root on Debian or Ubuntu it is installed here; elsewhere this says what to install (and
+# As root on Debian it is installed here; elsewhere this says what to install (and
 # tests/review fail, loudly, until it is there).
 CHROMIUM ?= /usr/bin/chromium
 browser:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
-	    echo "installing Debian's chromium for tests/review (apt-get)"; \
+	    echo "installing Debian's chromium for tests/review (apt-get, log in /tmp/rovertrain-apt.log)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -q chromium > /dev/null 2>&1 || \
-	      { apt-get update -q > /dev/null && apt-get install -y -q chromium > /dev/null; }; \
+	    { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } \
+	      > /tmp/rovertrain-apt.log 2>&1 || { tail -20 /tmp/rovertrain-apt.log >&2; exit 1; }; \
 	  else \
 	    echo "WARNING: tests/review need Chromium at $(CHROMIUM): install the distribution's chromium package" >&2; \
 	  fi; \
@@ -88,6 +88,7 @@ demo: install
 	  $(BIN)/python -m rovertrain.cli.summary $(DEMO_ROOT)/events-round1.ndjson && \
 	  echo "the next job trained on every recording, the supervised drives included"
 	@echo "every step's events (NDJSON) are in $(DEMO_ROOT)/*.ndjson"
+	@echo "look at the drives, models and jobs in a browser: $(BIN)/rovertrain review $(DEMO_ROOT)"
 
 bench: install
 	$(BIN)/python bench/bench_training.py

@@ -41,20 +41,20 @@ def main() -> None:
             page.wait_for_selector("#sessions tbody tr")
             page.screenshot(path=str(options.out / "review-fleet.png"))
             page.goto(f"{url}/session/{held_out[0]}")
-            page.wait_for_function("document.getElementById('video').readyState >= 2")
+            page.wait_for_function("() => document.getElementById('video').readyState >= 2")
             page.evaluate("document.getElementById('video').currentTime = 30")
             page.select_option("#model", index=1)
             page.click("#replay")
             page.wait_for_function(
-                "document.getElementById('replay-state').dataset.state === 'done'",
+                "() => document.getElementById('replay-state').dataset.state === 'done'",
                 timeout=300_000,
             )
             page.wait_for_function(
-                "(v => !v.seeking && v.readyState >= 3)(document.getElementById('video'))"
+                "() => (v => !v.seeking && v.readyState >= 3)(document.getElementById('video'))"
             )
             page.screenshot(path=str(options.out / "review-session.png"), full_page=True)
             page.goto(f"{url}/job/{job}")
-            page.wait_for_function("document.getElementById('job-state').textContent")
+            page.wait_for_function("() => document.getElementById('job-state').textContent")
             page.wait_for_timeout(500)
             page.screenshot(path=str(options.out / "review-job.png"), full_page=True)
             browser.close()

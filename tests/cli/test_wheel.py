@@ -83,7 +83,14 @@ def test_installed_wheel_runs_and_ships_its_schemas(tmp_path: Path) -> None:
         assert not list(validator.iter_errors(event)), event
     assert inspected[-1]["kind"] == "inspected" and inspected[-1]["sessions"] >= 1
     # the review page's own files ship in the wheel: it works offline, with no build step
-    for asset in ("fleet.html", "session.html", "job.html", "review.js", "timeline.js"):
+    for asset in (
+        "fleet.html",
+        "session.html",
+        "job.html",
+        "review.js",
+        "timeline.js",
+        "review.css",
+    ):
         code = (
             "from importlib import resources; "
             f"print(len(resources.files('rovertrain.review').joinpath('static', {asset!r})"

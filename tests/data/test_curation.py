@@ -68,6 +68,26 @@ def test_a_valid_file_parses_and_ignores_unknown_keys() -> None:
     assert first.to_json() == ENTRY  # whole milliseconds are written back as integers
 
 
+def test_keys_this_version_does_not_know_survive_a_write(tmp_path: Path) -> None:
+    hand = {**ENTRY, "note": "the pad's battery died", "by": {"script": "tidy.py"}}
+    Layout(tmp_path).curation.write_bytes(document(hand, owner="fleet-ops", version=2))
+    added = add_left_out(tmp_path, SESSION, 0, 500, "idle")
+    written = json.loads(Layout(tmp_path).curation.read_bytes())
+    assert written["owner"] == "fleet-ops" and written["version"] == 2
+    assert written["format"] == CURATION_FORMAT
+    assert written["leftOut"][0] == hand
+    assert remove_left_out(tmp_path, added.id)
+    written = json.loads(Layout(tmp_path).curation.read_bytes())
+    assert written["leftOut"] == [hand] and written["owner"] == "fleet-ops"
+
+
+def test_a_reason_that_utf8_cannot_hold_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    with pytest.raises(RovertrainError) as caught:
+        add_left_out(tmp_path, SESSION, 0, 500, "bad \ud800 text")
+    assert caught.value.code == ErrorCode.INVALID_CURATION and "surrogate" in caught.value.message
+    assert not Layout(tmp_path).curation.exists()
+
+
 def test_an_empty_list_and_a_byte_order_mark_are_fine() -> None:
     assert parse_curation(b"\xef\xbb\xbf" + document()) == Curation()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ def test_the_fleet_table_lists_sessions_and_models_sortable_and_filterable(
 def open_session(page: Any, served: Served) -> str:
     session_id = sorted(p.name for p in (served.root / "recordings").iterdir())[0]
     page.goto(f"{served.url}/session/{session_id}")
-    page.wait_for_function("document.getElementById('video').readyState >= 1")
+    page.wait_for_function("() => document.getElementById('video').readyState >= 1")
     return session_id
 
 
@@ -85,7 +86,7 @@ def test_a_sessions_video_plays_and_a_click_on_the_timeline_seeks_it(
     # the timeline spans the commands and the video on the command clock: the middle is
     # close to the middle of the video
     assert 0.3 * duration < seconds < 0.7 * duration
-    page.wait_for_function("document.getElementById('video').readyState >= 2")
+    page.wait_for_function("() => document.getElementById('video').readyState >= 2")
     # the playhead follows the video
     playhead = float(page.get_attribute("#timeline", "data-playhead-ms") or 0)
     offset = json.loads((served.root / "recordings" / session_id / "session.json").read_text())
@@ -97,12 +98,24 @@ def test_a_chosen_models_decisions_show_on_the_timeline(page: Any, served: Serve
     page.select_option("#model", index=1)
     page.click("#replay")
     page.wait_for_function(
-        "document.getElementById('replay-state').dataset.state === 'done'", timeout=120_000
+        "() => document.getElementById('replay-state').dataset.state === 'done'", timeout=120_000
     )
     text = page.inner_text("#replay-state")
     assert "ticks replayed" in text and "stretches of disagreement" in text
     ticks = int(text.split()[0])
     assert ticks > 100
+    # drawn on the timeline: the model's commands and every stretch the server found
+    model = page.eval_on_selector("#model", "select => select.value")
+    session = page.inner_text("#session-id")
+    with urllib.request.urlopen(f"{served.url}/api/replays/{model}/{session}") as response:
+        replay = json.loads(response.read())
+    fired = sum(any(t["fire"] for t in d["types"].values()) for d in replay["decisions"])
+    assert fired > 0
+    canvas = page.locator("#timeline")
+    assert int(canvas.get_attribute("data-model-marks") or 0) >= fired
+    assert int(canvas.get_attribute("data-disagreement-bands") or -1) == len(
+        replay["disagreements"]
+    )
 
 
 def test_leaving_a_stretch_out_and_undoing_it(page: Any, served: Served) -> None:
@@ -117,20 +130,29 @@ def test_leaving_a_stretch_out_and_undoing_it(page: Any, served: Served) -> None
     page.click("#leave-out")  # no reason yet: refused on the page, nothing written
     assert "say why" in page.inner_text("#write-error")
     assert not (served.root / "curation.json").exists()
+    selected = [
+        float(page.get_attribute("#selection", name) or "nan")
+        for name in ("data-start-ms", "data-end-ms")
+    ]
+    span = [float(page.evaluate(f"view.{name}")) for name in ("t0", "t1")]
     page.fill("#reason", "bumped the wall")
     page.click("#leave-out")
     page.wait_for_selector("#left-out tbody tr")
     document = json.loads((served.root / "curation.json").read_text())
     [entry] = document["leftOut"]
-    start = float(page.get_attribute("#left-out tbody tr", "data-entry") and entry["startMs"])
     assert entry["sessionId"] == session_id and entry["reason"] == "bumped the wall"
-    assert start < entry["endMs"]
+    # the stretch written is the one dragged: 20% to 30% of the timeline
+    assert [entry["startMs"], entry["endMs"]] == selected
+    for value, share in zip(selected, (0.2, 0.3), strict=True):
+        assert abs(value - (span[0] + share * (span[1] - span[0]))) < 0.01 * (span[1] - span[0])
+    assert page.get_attribute("#timeline", "data-left-out-bands") == "1"
     # a reload shows it (read back from the file, not from the page's memory)
     page.reload()
     page.wait_for_selector(f"#left-out tbody tr[data-entry='{entry['id']}']")
     page.click("[data-testid=undo]")
-    page.wait_for_function("document.querySelectorAll('#left-out tbody tr').length === 0")
+    page.wait_for_function("() => document.querySelectorAll('#left-out tbody tr').length === 0")
     assert json.loads((served.root / "curation.json").read_text())["leftOut"] == []
+    assert page.get_attribute("#timeline", "data-left-out-bands") == "0"
 
 
 def test_a_live_jobs_curves_grow_while_it_runs(page: Any, served: Served) -> None:
@@ -139,12 +161,14 @@ def test_a_live_jobs_curves_grow_while_it_runs(page: Any, served: Served) -> Non
     try:
         job_id = wait_for_job_log(served.root, before=known_jobs(served.root))
         page.goto(f"{served.url}/job/{job_id}")
-        page.wait_for_function("document.body.dataset.progressEvents >= 2", timeout=120_000)
+        page.wait_for_function("() => document.body.dataset.progressEvents >= 2", timeout=120_000)
         assert page.inner_text("#job-state") == "running"
         first = int(page.evaluate("document.body.dataset.progressEvents"))
-        page.wait_for_function(f"document.body.dataset.progressEvents > {first}", timeout=120_000)
         page.wait_for_function(
-            "document.getElementById('job-state').textContent === 'finished'", timeout=300_000
+            f"() => document.body.dataset.progressEvents > {first}", timeout=120_000
+        )
+        page.wait_for_function(
+            "() => document.getElementById('job-state').textContent === 'finished'", timeout=300_000
         )
     finally:
         process.wait(timeout=300)

@@ -101,6 +101,10 @@ def test_a_request_naming_another_host_is_refused(server: Served) -> None:
 def test_nothing_outside_the_root_or_the_pages_assets_is_served(server: Served, path: str) -> None:
     status, _ = request(server, "GET", path)
     assert status == 404
+    # the same routes answer for what the root does hold
+    session = sessions_of(server.root)[0]
+    for good in ("/static/review.js", f"/api/sessions/{session}", f"/api/sessions/{session}/video"):
+        assert request(server, "GET", good)[0] == 200
 
 
 def test_a_video_that_is_a_link_out_of_the_root_is_refused(server: Served) -> None:
@@ -193,3 +197,90 @@ def test_a_write_while_a_job_runs_is_taken_by_the_next_job(server: Served) -> No
     assert counted[training[0]] > 0
     assert sum(counted.values()) == counted[training[0]]
     assert entry["id"]
+
+
+def test_a_session_whose_command_log_cannot_be_read_is_a_clear_error(server: Served) -> None:
+    session = sessions_of(server.root)[0]
+    folder = server.root / "recordings" / session
+    meta = json.loads((folder / "session.json").read_text())
+    (folder / meta["commands"]["file"]).write_text("not json\n" * 100)
+    status, answer = request(server, "GET", f"/api/sessions/{session}")
+    assert status == 400 and answer["error"] != "internal", answer
+    assert session in answer["message"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b'{"sessionId": "S", "startMs": 0, "endMs": 9, "reason": "\\ud800"}', "surrogate"),
+        (b"[" * 30000 + b"]" * 30000, "deep"),
+        (b'{"sessionId": "S", "sessionId": "S"}', "duplicate"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_a_body_the_strict_json_rules_refuse_is_a_400(server: Served, raw: bytes, why: str) -> None:
+    session = sessions_of(server.root)[0]
+    status, answer = request(
+        server, "POST", "/api/curation", raw=raw.replace(b'"S"', f'"{session}"'.encode())
+    )
+    assert status == 400 and answer["error"] == "bad_request", (why, answer)
+    assert not (server.root / "curation.json").exists()
+
+
+def test_a_token_that_is_not_text_is_refused_not_a_crash(server: Served) -> None:
+    address = urlsplit(server.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    connection.putrequest("POST", "/api/curation", skip_host=True)
+    connection.putheader("Host", address.netloc)
+    connection.putheader("X-Review-Token", b"\xff\xfe\xfd")
+    connection.putheader("Content-Length", "0")
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 403 and json.loads(response.read())["error"] == "bad_token"
+
+
+def test_no_other_site_may_frame_the_pages(server: Served) -> None:
+    address = urlsplit(server.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    connection.request("GET", "/")
+    response = connection.getresponse()
+    response.read()
+    assert response.getheader("X-Frame-Options") == "DENY"
+    assert "frame-ancestors 'none'" in (response.getheader("Content-Security-Policy") or "")
+
+
+def test_the_video_is_served_in_byte_ranges_as_a_browser_seeks(server: Served) -> None:
+    session = sessions_of(server.root)[0]
+    folder = server.root / "recordings" / session
+    video = (
+        folder / json.loads((folder / "session.json").read_text())["video"]["file"]
+    ).read_bytes()
+    address = urlsplit(server.url)
+    path = f"/api/sessions/{session}/video"
+    for header, first, last in [
+        ("bytes=100-199", 100, 199),
+        ("bytes=-50", len(video) - 50, len(video) - 1),
+    ]:
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+        connection.request("GET", path, headers={"Range": header})
+        response = connection.getresponse()
+        assert response.status == 206
+        assert response.getheader("Content-Range") == f"bytes {first}-{last}/{len(video)}"
+        assert response.read() == video[first : last + 1]
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    connection.request("GET", path, headers={"Range": f"bytes={len(video)}-"})
+    response = connection.getresponse()
+    assert response.status == 416
+    status, whole = request(server, "GET", path)
+    assert status == 200 and whole == video
+
+
+def test_an_interrupted_jobs_log_ends_the_pages_polling(server: Served) -> None:
+    folder = server.root / "training" / "jobs" / "job-killed"
+    folder.mkdir(parents=True)
+    (folder / "events.ndjson").write_bytes(
+        b'{"kind": "started", "v": 1, "seq": 0, "time": 0}\n{"kind": "prog'
+    )
+    status, answer = request(server, "GET", "/api/jobs/job-killed/events")
+    assert status == 200 and answer["state"] == "interrupted" and not answer["running"]
+    assert answer["next"] == answer["size"]  # the torn line is passed: nothing left to wait for

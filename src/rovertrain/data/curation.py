@@ -20,8 +20,8 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +44,7 @@ MAX_REASON_CHARS = 500
 MAX_TIME_MS = 2**53 - 1  # the command log's bound on `t`: every such time is exact in a double
 ENTRY_ID = re.compile(r"[A-Za-z0-9._-]+")
 INVALID = "invalid_curation"
+ENTRY_KEYS = frozenset({"id", "sessionId", "startMs", "endMs", "reason", "at"})
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,14 @@ class LeftOut:
     end_ms: float
     reason: str
     at: str  # when it was marked, ISO 8601 UTC, as written
+    # Keys this version does not know (a script's note, a later version's field): kept as
+    # they were, so that a write through `add_left_out` or `remove_left_out` loses nothing.
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         """The file's entry (camelCase); whole milliseconds are written as integers."""
         return {
+            **self.extra,
             "id": self.id,
             "sessionId": self.session_id,
             "startMs": _number(self.start_ms),
@@ -74,6 +79,7 @@ class Curation:
     """The curation file's entries, in the file's order (empty: no file)."""
 
     entries: tuple[LeftOut, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)  # kept
 
     @cached_property
     def _by_session(self) -> dict[str, tuple[LeftOut, ...]]:
@@ -92,7 +98,8 @@ class Curation:
         return set(self._by_session)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": CURATION_FORMAT, "leftOut": [entry.to_json() for entry in self.entries]}
+        entries = [entry.to_json() for entry in self.entries]
+        return {**self.extra, "format": CURATION_FORMAT, "leftOut": entries}
 
 
 def _number(value: float) -> int | float:
@@ -130,7 +137,8 @@ def parse_curation(data: bytes) -> Curation:
         raise _invalid(f"leftOut: more than {MAX_ENTRIES} entries ({len(listed)})")
     entries = tuple(_entry(index, item) for index, item in enumerate(listed))
     _check_unique(entries)
-    return Curation(entries)
+    extra = {key: value for key, value in document.items() if key not in ("format", "leftOut")}
+    return Curation(entries, extra)
 
 
 def _entry(index: int, item: Any) -> LeftOut:
@@ -149,6 +157,7 @@ def _entry(index: int, item: Any) -> LeftOut:
     if problem is not None:
         raise _invalid(f"{where}.{problem}")
     # Integers become doubles, the windows' clock; within 2^53 every one is exact.
+    extra = {key: value for key, value in item.items() if key not in ENTRY_KEYS}
     return LeftOut(
         entry.id,
         entry.session_id,
@@ -156,6 +165,7 @@ def _entry(index: int, item: Any) -> LeftOut:
         float(entry.end_ms),
         entry.reason,
         entry.at,
+        extra,
     )
 
 
@@ -181,9 +191,19 @@ def entry_problem(entry: LeftOut) -> str | None:
         return f"endMs: must be greater than startMs ({_number(entry.start_ms)})"
     if not isinstance(entry.reason, str) or not 1 <= len(entry.reason) <= MAX_REASON_CHARS:
         return f"reason: must be a string of 1 to {MAX_REASON_CHARS} characters"
+    if not _encodable(entry.reason):
+        return "reason: has a lone surrogate (not text UTF-8 can hold)"
     if not isinstance(entry.at, str) or not _is_utc_time(entry.at):
         return f"at: {_show(entry.at)} is not an ISO 8601 UTC time (2026-12-06T10:00:00Z)"
     return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_time(value: Any) -> bool:
@@ -275,9 +295,10 @@ def _locked(root: Path) -> Iterator[None]:
 def _write(root: Path, curation: Curation) -> None:
     lines = [json.dumps(entry.to_json(), ensure_ascii=False) for entry in curation.entries]
     body = ",\n  ".join(lines)
-    text = f'{{"format": "{CURATION_FORMAT}",\n "leftOut": [\n  {body}\n ]}}\n'
-    if not lines:
-        text = f'{{"format": "{CURATION_FORMAT}", "leftOut": []}}\n'
+    # The document's own keys first (format, then any a person or script added), one entry a
+    # line: a diff of the file shows which stretch came or went.
+    head = json.dumps({**curation.extra, "format": CURATION_FORMAT}, ensure_ascii=False)[:-1]
+    text = f'{head},\n "leftOut": [\n  {body}\n ]}}\n' if lines else f'{head}, "leftOut": []}}\n'
     try:
         atomic_replace(Layout(root).curation, text.encode("utf-8"))
     except OSError as error:
@@ -313,7 +334,7 @@ def add_left_out(
         taken = {existing.id for existing in curation.entries}
         new_id = _new_id(taken)
         entry = LeftOut(new_id, session_id, float(start_ms), float(end_ms), reason, entry.at)
-        _write(root, Curation((*curation.entries, entry)))
+        _write(root, Curation((*curation.entries, entry), curation.extra))
     return entry
 
 
@@ -332,7 +353,7 @@ def remove_left_out(root: Path, entry_id: str) -> bool:
         kept = tuple(entry for entry in curation.entries if entry.id != entry_id)
         if len(kept) == len(curation.entries):
             return False
-        _write(root, Curation(kept))
+        _write(root, Curation(kept, curation.extra))
     return True
 
 

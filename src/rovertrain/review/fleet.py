@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -30,7 +31,8 @@ from rovertrain.data.recording import (
     regular_file,
 )
 from rovertrain.data.window_store.manifest import ManifestRow, manifest_path, read_manifest
-from rovertrain.protocol.eventlog import job_running, read_events
+from rovertrain.protocol.eventlog import read_events
+from rovertrain.review.jobs import list_jobs
 from rovertrain.store.catalogue import ModelRecord, catalogue, field_reports
 from rovertrain.store.current import current_path, read_current
 from rovertrain.store.layout import Layout
@@ -134,40 +136,18 @@ def _started_at(directory: Path) -> str | None:
     return started if isinstance(started, str) else None
 
 
-def latest_skips(root: Path) -> dict[str, str]:
-    """Session id -> why the newest job that read it skipped it (code: reason)."""
-    skips: dict[str, str] = {}
-    for events in _job_logs_oldest_first(root):
-        for event in read_events(events):
-            session_id = event.get("sessionId")
-            if not isinstance(session_id, str):
-                continue
-            if event.get("kind") == "skipped":
-                skips[session_id] = f"{event.get('code')}: {event.get('reason')}"
-            elif event.get("kind") == "dataset":
-                skips.pop(session_id, None)
-    return skips
-
-
-def _job_logs_oldest_first(root: Path) -> Iterator[Path]:
-    for job in list_jobs(root):
-        yield Path(str(job["path"]))
-
-
-def list_jobs(root: Path) -> list[JsonObject]:
-    """Every job folder with an event log, oldest first (job ids start with their UTC time)."""
-    jobs_dir = Layout(root).training / "jobs"
-    try:
-        names = sorted(entry.name for entry in os.scandir(jobs_dir) if entry.is_dir())
-    except OSError:
-        return []
-    jobs: list[JsonObject] = []
-    for name in names:
-        events = jobs_dir / name / "events.ndjson"
-        if events.is_file() and not events.is_symlink():
-            running = job_running(jobs_dir / name)
-            jobs.append({"id": name, "path": str(events), "running": running})
-    return jobs
+def skips_in_log(path: Path) -> dict[str, str | None]:
+    """Session id -> why this job skipped it (code: reason), or None: this job read it."""
+    found: dict[str, str | None] = {}
+    for event in read_events(path):
+        session_id = event.get("sessionId")
+        if not isinstance(session_id, str):
+            continue
+        if event.get("kind") == "skipped":
+            found[session_id] = f"{event.get('code')}: {event.get('reason')}"
+        elif event.get("kind") == "dataset":
+            found[session_id] = None
+    return found
 
 
 class Fleet:
@@ -177,6 +157,7 @@ class Fleet:
         self.root = root
         self._sessions: FileCache[SessionFiles] = FileCache()
         self._shared: FileCache[object] = FileCache()
+        self._logs: FileCache[dict[str, str | None]] = FileCache()
         # One reader of every session at a time: a page opened while the start-up warm-up
         # runs waits for it and then answers from its cache, rather than read it all again.
         self._listing = threading.Lock()
@@ -201,13 +182,13 @@ class Fleet:
         return rows
 
     def skips(self) -> dict[str, str]:
-        logs = [Path(str(job["path"])) for job in list_jobs(self.root)]
-        skips = self._shared.get("skips:" + ",".join(map(str, logs)), logs, self._read_skips)
-        assert isinstance(skips, dict)
-        return skips
-
-    def _read_skips(self) -> dict[str, str]:
-        return latest_skips(self.root)
+        """Session id -> why the newest job that read it skipped it. Each log is read again
+        only when it changes: a running job's growing log alone, not every job's history."""
+        skips: dict[str, str | None] = {}
+        for job in list_jobs(self.root):  # oldest first: the newest job's word wins
+            found = self._logs.get(str(job.path), [job.path], partial(skips_in_log, job.path))
+            skips.update(found)
+        return {session: why for session, why in skips.items() if why is not None}
 
     def sessions(self) -> list[JsonObject]:
         with self._listing:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rovertrain.protocol.eventlog import read_events
+from rovertrain.review.refusal import Refusal
 from rovertrain.review.timeline import Decision, decisions_of
 from rovertrain.store.layout import Layout
 
@@ -48,6 +49,10 @@ class Replays:
             self._failed.pop(key, None)
             final = self.log_path(*key)
             final.parent.mkdir(parents=True, exist_ok=True)
+            inside = Path(os.path.realpath(self.root)) / "training"
+            if not Path(os.path.realpath(final.parent)).is_relative_to(inside):
+                message = f"{final.parent} leads out of the root (a symbolic link)"
+                raise Refusal(400, "unsafe_path", message)
             part = final.with_suffix(".part")
             checkpoint = Layout(self.root).checkpoint(model_id)
             command = [sys.executable, "-m", "rovertrain", "replay", str(checkpoint)]

@@ -22,12 +22,16 @@ from aiohttp import web
 
 from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.contracts.identifiers import valid_identifier
+from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.strict_json import BadJson, parse_json
 from rovertrain.data.curation import add_left_out, read_curation, remove_left_out
 from rovertrain.data.recording import Recording, list_sessions, load_recording
-from rovertrain.review.fleet import Fleet, list_jobs
-from rovertrain.review.jobs import read_chunk
+from rovertrain.review.fleet import Fleet
+from rovertrain.review.jobs import list_jobs, read_chunk
+from rovertrain.review.refusal import Refusal
 from rovertrain.review.replays import Replays
 from rovertrain.review.timeline import decision_rows, disagreements, session_commands
+from rovertrain.review.video import serve_video
 
 TOKEN_HEADER = "X-Review-Token"
 MAX_BODY_BYTES = 64 * 1024
@@ -40,6 +44,16 @@ ASSETS = {
 VIDEO_TYPES = {".webm": "video/webm", ".mkv": "video/x-matroska", ".mp4": "video/mp4"}
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# Every answer: no other site may frame the pages (a framed page could be clicked into
+# leaving stretches out), and the pages load nothing but this server's own files.
+SAFETY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -62,14 +76,6 @@ def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
         return None
     names = {"127.0.0.1", "localhost", "[::1]", host}
     return frozenset(f"{name}:{port}" for name in names)
-
-
-class Refusal(Exception):
-    """A request the server answers with an error: its HTTP status, a stable code, words."""
-
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def error(status: int, code: str, message: str) -> web.Response:
@@ -115,11 +121,17 @@ class Review:
 
     @web.middleware
     async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await self._answer(request, handler)
+        if not response.prepared:  # a streamed video has sent its headers already
+            response.headers.update(SAFETY_HEADERS)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self.hosts is not None and request.host not in self.hosts:
             return error(403, "wrong_host", f"this server answers to {sorted(self.hosts)[0]}")
         if request.method not in ("GET", "HEAD"):
-            given = request.headers.get(TOKEN_HEADER, "")
-            if not secrets.compare_digest(given.encode(), self.settings.token.encode()):
+            given = request.headers.get(TOKEN_HEADER, "").encode("utf-8", "surrogateescape")
+            if not secrets.compare_digest(given, self.settings.token.encode()):
                 return error(403, "bad_token", "writes need the token of a page this server served")
         try:
             return await handler(request)
@@ -129,6 +141,10 @@ class Review:
             return error(400, failure.code, failure.message)
         except web.HTTPRequestEntityTooLarge:
             return error(413, "too_large", f"a request body holds at most {MAX_BODY_BYTES} bytes")
+        except web.HTTPException:
+            raise  # aiohttp's own answers (no such route, method not allowed)
+        except Exception as failure:  # a bug: said as JSON, the server goes on
+            return error(500, "internal", f"{type(failure).__name__}: {str(failure)[:300]}")
 
     def page(self, name: str) -> Handler:
         async def serve(request: web.Request) -> web.StreamResponse:
@@ -149,9 +165,7 @@ class Review:
                 "root": str(self.root),
                 "sessions": self.fleet.sessions(),
                 "models": self.fleet.models(),
-                "jobs": [
-                    {"id": job["id"], "running": job["running"]} for job in list_jobs(self.root)
-                ],
+                "jobs": [job.to_json() for job in list_jobs(self.root)],
             }
 
         return web.json_response(await asyncio.to_thread(collect))
@@ -165,6 +179,13 @@ class Review:
         except SkipSession as skip:
             raise Refusal(400, skip.code, f"session {session_id}: {skip.reason}") from None
 
+    def _commands_of(self, recording: Recording) -> list[JsonObject]:
+        try:
+            return session_commands(recording)
+        except SkipSession as skip:
+            message = f"session {recording.session_id}: {skip.reason}"
+            raise Refusal(400, skip.code, message) from None
+
     async def session_data(self, request: web.Request) -> web.StreamResponse:
         def collect() -> dict[str, object]:
             recording = self._recording_of(request)
@@ -175,7 +196,7 @@ class Review:
                 "session": row,
                 "offsetMs": recording.video_offset_ms,
                 "video": f"/api/sessions/{session_id}/video",
-                "commands": session_commands(recording),
+                "commands": self._commands_of(recording),
                 "leftOut": [entry.to_json() for entry in entries],
                 "models": [
                     {"id": model["id"], "name": model["name"], "current": model["current"]}
@@ -190,8 +211,7 @@ class Review:
         recording = await asyncio.to_thread(self._recording_of, request)
         path = recording.video_path
         content_type = VIDEO_TYPES.get(path.suffix.lower(), "application/octet-stream")
-        # FileResponse answers Range requests: the page seeks without fetching it all.
-        return web.FileResponse(path, headers={"Content-Type": content_type})
+        return await serve_video(request, path, content_type)
 
     def _model_id(self, request: web.Request) -> str:
         model_id = request.match_info["model"]
@@ -224,22 +244,22 @@ class Review:
 
     async def job_events(self, request: web.Request) -> web.StreamResponse:
         job_id = request.match_info["job"]
-        jobs = {job["id"]: job for job in list_jobs(self.root)} if JOB_ID.match(job_id) else {}
-        if job_id not in jobs:
-            return error(404, "not_found", f"no job {job_id!r} under this root")
         try:
             offset = int(request.query.get("from", "0"))
         except ValueError:
             return error(400, "bad_offset", "from must be a byte offset")
-        chunk = await asyncio.to_thread(read_chunk, Path(str(jobs[job_id]["path"])), offset)
-        running = await asyncio.to_thread(
-            lambda: any(job["id"] == job_id and job["running"] for job in list_jobs(self.root))
-        )
+        jobs = await asyncio.to_thread(list_jobs, self.root) if JOB_ID.match(job_id) else []
+        job = next((job for job in jobs if job.id == job_id), None)
+        if job is None:
+            return error(404, "not_found", f"no job {job_id!r} under this root")
+        running = job.state == "running"
+        chunk = await asyncio.to_thread(read_chunk, job.path, offset, not running)
         return web.json_response(
             {
                 "events": chunk.events,
                 "next": chunk.next_offset,
                 "size": chunk.size,
+                "state": job.state,
                 "running": running,
             }
         )
@@ -249,10 +269,10 @@ class Review:
         return web.json_response({"leftOut": [entry.to_json() for entry in found.entries]})
 
     async def leave_out(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = await request.json()
-        except ValueError:
-            return error(400, "bad_request", "the body must be a JSON object")
+        try:  # the project's strict JSON: depth, duplicate keys, lone surrogates refused
+            body = parse_json(await request.text())
+        except (BadJson, UnicodeDecodeError) as bad:
+            return error(400, "bad_request", f"the body must be a JSON object: {bad}")
         if not isinstance(body, dict):
             return error(400, "bad_request", "the body must be a JSON object")
         session_id = body.get("sessionId")

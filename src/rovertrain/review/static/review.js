@@ -140,10 +140,12 @@ function drawChart(svg, legend, series, gates) {
   svg.replaceChildren();
   legend.replaceChildren();
   if (!points.length) return;
-  const xs = points.map((p) => p[0]);
-  const ys = points.map((p) => p[1]).concat(gates.map((g) => g.value));
-  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
-  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-6);
+  // Loops, not Math.min(...xs): a long job has more points than a call takes arguments.
+  let x0 = Infinity, x1 = -Infinity, y0 = 0, y1 = -Infinity;
+  for (const [x, y] of points) { x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y); }
+  for (const gate of gates) { y0 = Math.min(y0, gate.value); y1 = Math.max(y1, gate.value); }
+  x1 = Math.max(x1, x0 + 1);
+  y1 = Math.max(y1, y0 + 1e-6);
   const X = (x) => pad + (x - x0) / (x1 - x0) * (width - 2 * pad);
   const Y = (y) => height - pad + (y - y0) / (y1 - y0) * (2 * pad - height);
   const add = (tag, attributes, text) => {
@@ -209,9 +211,13 @@ async function jobPage() {
     drawChart(document.getElementById("eval-chart"), document.getElementById("eval-legend"),
       EVAL_SERIES.filter(([name]) => evaluation[name]).map(([name, color]) => ({name, color, points: evaluation[name]})),
       EVAL_SERIES.filter(([, , key]) => typeof gate[key] === "number").map(([name, color, key]) => ({name: key, color, value: gate[key]})));
-    document.getElementById("job-state").textContent = data.running ? "running" : "finished";
+    document.getElementById("job-state").textContent =
+      data.state === "running" ? "running" : data.state === "ended" ? "finished" : "interrupted";
     document.body.dataset.progressEvents = String(loss.loss.length);
-    if (!data.running && offset >= data.size) break;
+    if (data.state === "interrupted") {
+      document.getElementById("outcome").textContent = "ended without a complete or error event: the job was killed";
+    }
+    if (data.state !== "running" && offset >= data.size) break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }

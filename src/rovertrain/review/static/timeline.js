@@ -25,9 +25,13 @@ async function load() {
   document.getElementById("session-facts").textContent =
     `${s.rover || "?"} · ${s.seconds ?? "?"} s · ${s.commands ?? "?"} commands · ${s.partition} · ${s.state}`;
   video.src = view.data.video;
-  const times = view.data.commands.map((c) => c.t);
-  view.t0 = Math.min(view.data.offsetMs, ...times);
-  view.t1 = Math.max(view.t0 + 1000, ...times, videoToClock(s.seconds || 0));
+  // A loop, not Math.min(...times): a long drive has more commands than a call takes arguments.
+  view.t0 = view.data.offsetMs;
+  view.t1 = Math.max(view.t0 + 1000, videoToClock(s.seconds || 0));
+  for (const command of view.data.commands) {
+    view.t0 = Math.min(view.t0, command.t);
+    view.t1 = Math.max(view.t1, command.t);
+  }
   view.lanes = [...new Set(view.data.commands.map((c) => c.type))];
   const select = document.getElementById("model");
   for (const model of view.data.models) {
@@ -62,15 +66,20 @@ function drawLane(g, type, top, height) {
     });
     g.globalAlpha = 1;
   };
+  let modelMarks = 0;
   if (view.replay) {
     for (const decision of view.replay.decisions) {
       const entry = decision.types[type];
-      if (entry && entry.fire) mark(decision.t, Object.values(entry.values), "rgba(43,138,62,0.6)", true);
+      if (entry && entry.fire) {
+        mark(decision.t, Object.values(entry.values), "rgba(43,138,62,0.6)", true);
+        modelMarks += 1;
+      }
     }
   }
   for (const command of view.data.commands) {
     if (command.type === type) mark(command.t, Object.values(command.values), LANE_COLORS[command.by] || LANE_COLORS.human, false);
   }
+  return modelMarks;
 }
 
 function draw() {
@@ -87,9 +96,14 @@ function draw() {
   for (const entry of view.data.leftOut) band(entry.startMs, entry.endMs, "rgba(90,90,90,0.28)");
   if (view.selection) band(view.selection[0], view.selection[1], "rgba(31,111,235,0.18)");
   g.font = "11px system-ui";
+  let modelMarks = 0;
   view.lanes.forEach((type, index) => {
-    drawLane(g, type, laneY(index, lanes), (canvas.height - 30) / lanes - 10);
+    modelMarks += drawLane(g, type, laneY(index, lanes), (canvas.height - 30) / lanes - 10);
   });
+  // What was drawn, for a person's tools and the tests: a canvas has no elements to query.
+  canvas.dataset.leftOutBands = String(view.data.leftOut.length);
+  canvas.dataset.disagreementBands = String(view.replay ? view.replay.disagreements.length : 0);
+  canvas.dataset.modelMarks = String(modelMarks);
   const now = videoToClock(video.currentTime || 0);
   g.strokeStyle = "#111";
   g.beginPath(); g.moveTo(xOf(now), 0); g.lineTo(xOf(now), canvas.height); g.stroke();
