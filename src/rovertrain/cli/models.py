@@ -10,7 +10,7 @@ from rovertrain.contracts.json_types import JsonObject
 from rovertrain.data.field import FieldFigures
 from rovertrain.protocol.console import console_line
 from rovertrain.protocol.events import EventStream
-from rovertrain.store.catalogue import ModelRecord, catalogue, field_reports
+from rovertrain.store.catalogue import ModelRecord, catalogue, field_of, field_reports
 
 
 def describe(record: ModelRecord, field: JsonObject | None) -> str:
@@ -31,12 +31,12 @@ def list_models(root_text: str, stream: EventStream) -> int:
     records = catalogue(root)
     reports = field_reports(records)
     for record in records:
-        found = reports.get(record.id)
         fields = record.event_fields()
-        if found is not None:
-            fields["field"] = {**found[0], "reportedBy": found[1]}
+        field = field_of(reports, record.id)
+        if field is not None:
+            fields["field"] = field
         stream.emit("model", **fields)
-        console_line(describe(record, None if found is None else found[0]))
+        console_line(describe(record, field))
     return ExitCode.COMPLETED
 
 

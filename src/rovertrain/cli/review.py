@@ -8,16 +8,14 @@ from pathlib import Path
 
 from rovertrain.contracts.errors import RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
+from rovertrain.job.preflight import check_root_usable
 from rovertrain.protocol.console import console_line
 from rovertrain.protocol.events import EventStream
 
 
 def serve_review(stream: EventStream, root_text: str, host: str, port: int) -> int:
     root = Path(root_text).resolve()
-    if not (root / "recordings").is_dir():
-        raise RovertrainError(
-            "root_unavailable", f"The data root {root} has no recordings/ folder."
-        )
+    check_root_usable(root)  # the page writes curation.json and replays: as a job's root
     try:
         from rovertrain.review.server import ReviewServer, ReviewSettings, new_token
     except ImportError as missing:

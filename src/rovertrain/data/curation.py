@@ -12,14 +12,12 @@ writers at once lose nothing and a reader never sees half a file.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import math
 import os
 import re
 import secrets
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -27,9 +25,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rovertrain.contracts.errors import RovertrainError
+from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.contracts.identifiers import valid_identifier
 from rovertrain.contracts.strict_json import BadJson, parse_json
+from rovertrain.data.recording import read_small
 from rovertrain.store.durable import atomic_replace, disk_error
 from rovertrain.store.layout import Layout
 
@@ -239,37 +238,15 @@ def read_curation(root: Path) -> Curation:
     """The root's curation file (empty when there is none). A link, a folder or any other file
     that is not a regular one is refused; so is a file over the size limit, before reading it."""
     path = Layout(root).curation
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return Curation()
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise _invalid("is a symbolic link; it must be a regular file") from None
-        raise _invalid(f"cannot be read: {error.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _invalid("is not a regular file")
-        if info.st_size > MAX_CURATION_BYTES:
-            raise _invalid(f"larger than {MAX_CURATION_BYTES // 2**20} MiB ({info.st_size} bytes)")
-        data = _read_at_most(fd, MAX_CURATION_BYTES + 1)  # bounded even if it grows meanwhile
-    finally:
-        os.close(fd)
+    try:  # the recordings' reader: no link followed, no FIFO waited on, the size bounded
+        data = read_small(path, MAX_CURATION_BYTES)
+    except SkipSession as refused:
+        if refused.code == "too_large":
+            raise _invalid(f"larger than {MAX_CURATION_BYTES // 2**20} MiB") from None
+        raise RovertrainError(INVALID, refused.reason) from None
     return parse_curation(data)
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 2**20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 # -- writing ---------------------------------------------------------------------------------

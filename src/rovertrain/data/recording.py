@@ -117,6 +117,7 @@ class Recording:
     commands_path: Path
     command_roles: Mapping[str, str]
     driven_by: str | None = None  # session.json drivenBy.model: the model that drove, if said
+    started_at: str | None = None  # session.json startedAt, shown as written, not interpreted
 
 
 def _lstat(path: Path, missing: SkipSession) -> os.stat_result:
@@ -272,6 +273,7 @@ def load_recording(
         commands_path=regular_file(directory, commands.get("file"), "command log"),
         command_roles=dict(roles),
         driven_by=driving_model(meta.get("drivenBy")),
+        started_at=started if isinstance(started := meta.get("startedAt"), str) else None,
     )
 
 

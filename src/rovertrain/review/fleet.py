@@ -20,7 +20,8 @@ import orjson
 
 from rovertrain.contracts.errors import SkipSession
 from rovertrain.contracts.json_types import JsonObject
-from rovertrain.contracts.strict_json import BadJson, parse_json
+from rovertrain.contracts.observation import TICK_MS
+from rovertrain.contracts.strict_json import BadJson
 from rovertrain.data.partition import Partition, partition_of
 from rovertrain.data.recording import (
     MAX_COMMAND_LOG_BYTES,
@@ -28,19 +29,17 @@ from rovertrain.data.recording import (
     list_sessions,
     load_recording,
     read_small,
-    regular_file,
 )
 from rovertrain.data.window_store.manifest import ManifestRow, manifest_path, read_manifest
 from rovertrain.protocol.eventlog import read_events
-from rovertrain.review.jobs import list_jobs
-from rovertrain.store.catalogue import ModelRecord, catalogue, field_reports
+from rovertrain.review.jobs import JobLog, list_jobs
+from rovertrain.store.catalogue import ModelRecord, catalogue, field_of, field_reports
 from rovertrain.store.current import current_path, read_current
 from rovertrain.store.layout import Layout
 
 T = TypeVar("T")
 # A command line a policy sent (data/recording.py: `by` is "human" or "policy").
 BY_POLICY = re.compile(rb'"by"\s*:\s*"policy"')
-TICK_SECONDS = 0.1  # one window per 100 ms tick (contracts.observation.TICK_MS)
 
 
 def _stamp(paths: list[Path]) -> tuple[tuple[int, int], ...] | None:
@@ -106,7 +105,7 @@ def read_session_files(root: Path, session_id: str) -> SessionFiles:
     lines = [line for line in data.removeprefix(b"\xef\xbb\xbf").splitlines() if line.strip()]
     return SessionFiles(
         rover_id=recording.rover_id,
-        started_at=_started_at(recording.directory),
+        started_at=recording.started_at,
         commands=len(lines),
         policy_commands=len(BY_POLICY.findall(data)),
         first_ms=_time_of(lines[:1]),
@@ -123,17 +122,6 @@ def _time_of(lines: list[bytes]) -> float | None:
     except (orjson.JSONDecodeError, BadJson, IndexError):
         return None
     return None if command is None else command.t
-
-
-def _started_at(directory: Path) -> str | None:
-    """session.json's optional `startedAt` (not interpreted by training; shown and sorted)."""
-    try:
-        raw = read_small(regular_file(directory, "session.json", "session"), 2**20)
-        meta = parse_json(raw.decode("utf-8-sig"))
-    except (SkipSession, BadJson, UnicodeDecodeError, ValueError):
-        return None
-    started = meta.get("startedAt") if isinstance(meta, dict) else None
-    return started if isinstance(started, str) else None
 
 
 def skips_in_log(path: Path) -> dict[str, str | None]:
@@ -156,7 +144,8 @@ class Fleet:
     def __init__(self, root: Path):
         self.root = root
         self._sessions: FileCache[SessionFiles] = FileCache()
-        self._shared: FileCache[object] = FileCache()
+        self._manifest: FileCache[dict[str, ManifestRow]] = FileCache()
+        self._models: FileCache[list[ModelRecord]] = FileCache()
         self._logs: FileCache[dict[str, str | None]] = FileCache()
         # One reader of every session at a time: a page opened while the start-up warm-up
         # runs waits for it and then answers from its cache, rather than read it all again.
@@ -173,26 +162,23 @@ class Fleet:
 
     def manifest_rows(self) -> dict[str, ManifestRow]:
         path = manifest_path(self.root)
-        rows = self._shared.get(
-            "manifest",
-            [path],
-            lambda: dict(read_manifest(self.root).rows),
-        )
-        assert isinstance(rows, dict)
-        return rows
+        return self._manifest.get("manifest", [path], lambda: dict(read_manifest(self.root).rows))
 
-    def skips(self) -> dict[str, str]:
-        """Session id -> why the newest job that read it skipped it. Each log is read again
-        only when it changes: a running job's growing log alone, not every job's history."""
+    def skips(self, jobs: list[JobLog]) -> dict[str, str]:
+        """Session id -> why the newest job that read it skipped it (`jobs`: `list_jobs`).
+        Each log is read again only when it changes: a running job's growing log alone, not
+        every job's history."""
         skips: dict[str, str | None] = {}
-        for job in list_jobs(self.root):  # oldest first: the newest job's word wins
+        for job in jobs:  # oldest first: the newest job's word wins
             found = self._logs.get(str(job.path), [job.path], partial(skips_in_log, job.path))
             skips.update(found)
         return {session: why for session, why in skips.items() if why is not None}
 
-    def sessions(self) -> list[JsonObject]:
+    def sessions(self, jobs: list[JobLog] | None = None) -> list[JsonObject]:
+        """Every session's row; `jobs` as `list_jobs` gives them, when the caller has them."""
+        jobs = list_jobs(self.root) if jobs is None else jobs
         with self._listing:
-            rows, skips = self.manifest_rows(), self.skips()
+            rows, skips = self.manifest_rows(), self.skips(jobs)
             return [
                 session_row(session_id, self.session_files(session_id), rows.get(session_id), skips)
                 for session_id in list_sessions(self.root)
@@ -201,7 +187,8 @@ class Fleet:
     def session(self, session_id: str) -> JsonObject:
         """One session's row (the session page's header)."""
         files = self.session_files(session_id)
-        return session_row(session_id, files, self.manifest_rows().get(session_id), self.skips())
+        skips = self.skips(list_jobs(self.root))
+        return session_row(session_id, files, self.manifest_rows().get(session_id), skips)
 
     def warm(self) -> None:
         """Reads every session once (the server starts it in the background), so that the
@@ -212,8 +199,7 @@ class Fleet:
     def models(self) -> list[JsonObject]:
         checkpoints = Layout(self.root).checkpoints
         paths = [checkpoints, current_path(self.root)]
-        records = self._shared.get("models", paths, lambda: catalogue(self.root))
-        assert isinstance(records, list)
+        records = self._models.get("models", paths, lambda: catalogue(self.root))
         pointer, _folder, _problems = read_current(self.root)
         current = pointer.get("id") if pointer is not None else None
         return model_rows(records, current)
@@ -225,7 +211,7 @@ def session_row(
     """One line of the fleet's session table."""
     seconds = None
     if row is not None:
-        seconds = round(row.windows * TICK_SECONDS, 1)
+        seconds = round(row.windows * TICK_MS / 1000, 1)
     elif files.first_ms is not None and files.last_ms is not None:
         seconds = round((files.last_ms - files.first_ms) / 1000, 1)
     if row is not None and row.windows:
@@ -259,15 +245,12 @@ def session_row(
 def model_rows(records: list[ModelRecord], current: object) -> list[JsonObject]:
     """One line per published model, newest first, with how it drove in the field."""
     reports = field_reports(records)
-    rows: list[JsonObject] = []
-    for record in reversed(records):
-        found = reports.get(record.id)
-        rows.append(
-            {
-                **record.event_fields(),
-                "canary": record.canary,
-                "current": record.id == current,
-                "field": None if found is None else {**found[0], "reportedBy": found[1]},
-            }
-        )
-    return rows
+    return [
+        {
+            **record.event_fields(),
+            "canary": record.canary,
+            "current": record.id == current,
+            "field": field_of(reports, record.id),
+        }
+        for record in reversed(records)
+    ]

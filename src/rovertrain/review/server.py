@@ -161,11 +161,12 @@ class Review:
 
     async def fleet_data(self, request: web.Request) -> web.StreamResponse:
         def collect() -> dict[str, object]:
+            jobs = list_jobs(self.root)
             return {
                 "root": str(self.root),
-                "sessions": self.fleet.sessions(),
+                "sessions": self.fleet.sessions(jobs),
                 "models": self.fleet.models(),
-                "jobs": [job.to_json() for job in list_jobs(self.root)],
+                "jobs": [job.to_json() for job in jobs],
             }
 
         return web.json_response(await asyncio.to_thread(collect))

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rovertrain.contracts.json_types import JsonObject
+from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.recording import Recording, read_command_log
 
 # Values further apart than this, where both send, are a disagreement: a quarter of the
@@ -19,7 +20,6 @@ VALUE_TOLERANCE = 0.25
 # stretch worth a look; gaps up to MERGE_TICKS join two stretches into one.
 MIN_TICKS = 3
 MERGE_TICKS = 2
-TICK_MS = 100
 
 
 def session_commands(recording: Recording) -> list[JsonObject]:

@@ -9,32 +9,30 @@ browser seeks by asking for byte ranges (HTTP Range), so a long drive is never s
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import re
-import stat
 from pathlib import Path
 
 from aiohttp import web
 
+from rovertrain.contracts.errors import SkipSession
+from rovertrain.data.recording import open_regular
 from rovertrain.review.refusal import Refusal
 
 CHUNK_BYTES = 256 * 1024
+MAX_VIDEO_BYTES = 2**63 - 1  # served in ranges: any size a job would read is fine here
 RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 def open_video(path: Path) -> tuple[int, int]:
-    """(descriptor, size) of a regular file, never through a link."""
+    """(descriptor, size) of a regular file, never through a link (the recordings' opener)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        code = "unsafe_path" if error.errno == errno.ELOOP else "invalid_recording"  # a link
-        raise Refusal(400, code, f"cannot open the video {path.name}: {error.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise Refusal(400, "unsafe_path", f"the video {path.name} is not a regular file")
-    return fd, info.st_size
+        stream = open_regular(path, MAX_VIDEO_BYTES)
+    except SkipSession as refused:
+        raise Refusal(400, refused.code, f"the video: {refused.reason}") from None
+    fd = os.dup(stream.fileno())
+    stream.close()
+    return fd, os.fstat(fd).st_size
 
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None:

@@ -131,6 +131,13 @@ def field_reports(records: Sequence[ModelRecord]) -> dict[str, tuple[JsonObject,
     return reports
 
 
+def field_of(reports: Mapping[str, tuple[JsonObject, str]], model_id: str) -> JsonObject | None:
+    """A model's field report as events show it, with the model.json that says so
+    (`reportedBy`); None: no later job reported how it drove."""
+    found = reports.get(model_id)
+    return None if found is None else {**found[0], "reportedBy": found[1]}
+
+
 def _text(value: JsonValue | None) -> str | None:
     return value if isinstance(value, str) else None
 
