@@ -28,14 +28,23 @@ def test_model_json_carries_each_knob_with_its_declared_bounds() -> None:
 
 
 def test_model_json_and_runtime_json_name_the_same_rules() -> None:
-    rules = DecisionRules(actionThreshold=0.3, steeringDeadband=0.2)
-    assert rules.to_json() == {"actionThreshold": 0.3, "steeringDeadband": 0.2}
+    rules = DecisionRules(actionThreshold=0.3, steeringDeadband=0.2, startThreshold=0.1)
+    recorded = {"actionThreshold": 0.3, "steeringDeadband": 0.2, "startThreshold": 0.1}
+    assert rules.to_json() == recorded
     assert recorded_rules(rules.to_json()) == rules
     as_runtime = {RUNTIME_KEYS.get(name, name): value for name, value in rules.to_json().items()}
-    assert as_runtime == {"threshold": 0.3, "steeringDeadband": 0.2}
+    assert as_runtime == {"threshold": 0.3, "steeringDeadband": 0.2, "startThreshold": 0.1}
     assert recorded_rules(as_runtime, RUNTIME_KEYS) == rules
-    assert rules.overridden(steeringDeadband=0.0) == DecisionRules(0.3, 0.0)
+    assert rules.overridden(steeringDeadband=0.0) == DecisionRules(0.3, 0.0, 0.1)
     assert rules.overridden() == rules
+
+
+def test_a_record_from_before_the_start_rule_starts_from_the_event_head_alone() -> None:
+    """A parked rover: new jobs send the likelier motion command at once (0); a model.json
+    or runtime.json written before the knob runs as it was trained (1: never)."""
+    assert DecisionRules().startThreshold == 0.0
+    assert recorded_rules({"actionThreshold": 0.5}).startThreshold == 1.0
+    assert recorded_rules({"threshold": 0.5}, RUNTIME_KEYS).startThreshold == 1.0
 
 
 def test_a_bad_recorded_knob_is_named() -> None:

@@ -70,8 +70,10 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("export") / "root"
     checkpoint, model = make_checkpoint(root)
     out = root.parent / "deploy"
-    # The job's deadband (model.json) is overridden on the command line.
-    result = run_cli("export", str(checkpoint), "--out", str(out), "--steering-deadband", "0.2")
+    # The job's deadband (model.json) is overridden on the command line, and a checkpoint
+    # from before startThreshold is given the start rule.
+    result = run_cli("export", str(checkpoint), "--out", str(out),
+                     "--steering-deadband", "0.2", "--start-threshold", "0")  # fmt: skip
     assert result.code == 0, result.stderr
     return {"root": root, "checkpoint": checkpoint, "model": model, "out": out, "result": result}
 
@@ -95,6 +97,8 @@ def test_export_writes_a_verified_folder(exported: dict[str, Any]) -> None:
     assert runtime["threshold"] == 0.4 == event["threshold"]
     assert runtime["steeringDeadband"] == 0.2 == event["steeringDeadband"]
     assert RoverPolicy.load(out).steering_deadband == 0.2
+    assert runtime["startThreshold"] == 0.0 == event["startThreshold"]
+    assert RoverPolicy.load(out).start_threshold == 0.0
     assert runtime["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     assert runtime["roles"] == {"stop": "stop", "drive": "movement"}
     assert runtime["model"] == {"id": event["id"], "name": "test-model-0", "createdAt": 1}
@@ -341,10 +345,11 @@ def test_export_without_the_deploy_extra_says_what_to_install(tmp_path: Path) ->
 def test_decision_rules_come_from_the_command_line_then_model_json() -> None:
     from rovertrain.deploy.export import decision_rules
 
-    meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}
-    assert decision_rules(meta) == DecisionRules(0.4, 0.3)
-    assert decision_rules(meta, 0.6, 0.1) == DecisionRules(0.6, 0.1)
-    assert decision_rules(meta, steering_deadband=0.0) == DecisionRules(0.4, 0.0)
+    meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}  # from before startThreshold
+    assert decision_rules(meta) == DecisionRules(0.4, 0.3, 1.0)
+    assert decision_rules(meta, 0.6, 0.1, 0.0) == DecisionRules(0.6, 0.1, 0.0)
+    assert decision_rules(meta, steering_deadband=0.0) == DecisionRules(0.4, 0.0, 1.0)
+    assert decision_rules({**meta, "startThreshold": 0.2}).startThreshold == 0.2
     assert decision_rules(meta, threshold=0.0).actionThreshold == 0  # `--threshold` allows 0
     with pytest.raises(RovertrainError, match=r"model\.json's steeringDeadband: must be at most 2"):
         decision_rules({"steeringDeadband": 2.5})
@@ -369,7 +374,7 @@ def test_a_record_without_a_knob_runs_as_it_was_trained_at_export_and_in_the_run
         del policy["input"]["image"]["frameHistory"]
     at_export = decision_rules({"specification": policy})
     runtime = RuntimeSpec.from_json({"format": runtime_format, **policy, "threshold": 0.5})
-    assert at_export == runtime.decision == DecisionRules(actionThreshold=0.5, steeringDeadband=0)
+    assert at_export == runtime.decision == DecisionRules(0.5, steeringDeadband=0, startThreshold=1)
     written = runtime_specification({"specification": policy}, at_export).to_json()
     assert written["format"] == runtime_format
     assert written["steeringDeadband"] == 0.0 and written["threshold"] == 0.5

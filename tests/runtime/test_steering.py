@@ -10,7 +10,7 @@ import pytest
 
 from rovertrain.contracts.command_schema import SLOTS, VALUES, initial_schema
 from rovertrain.contracts.runtime_spec import RuntimeSpec, RuntimeSpecError
-from rovertrain.runtime.policy import RoverPolicy, sent_types, steering_type
+from rovertrain.runtime.policy import RoverPolicy, sent_types, start_type, steering_type
 
 SCHEMA = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
 ROLES = {"stop": "stop", "drive": "movement", "horn": "other", "crawl": "movement"}
@@ -95,6 +95,7 @@ def policy(
     deadband: float | None,
     levels: dict[str, Any] | None = None,
     resend_after: Any = None,
+    start: float | None = None,
 ) -> tuple[RoverPolicy, ScriptedSession]:
     spec: dict[str, Any] = {
         "schema": SCHEMA,
@@ -109,6 +110,8 @@ def policy(
         spec["output"] = {"values": {"levels": levels}}
     if resend_after is not None:
         spec.setdefault("output", {})["resendAfterMs"] = resend_after
+    if start is not None:
+        spec["startThreshold"] = start
     session = ScriptedSession()
     return RoverPolicy(session, RuntimeSpec.from_json(spec)), session
 
@@ -266,3 +269,68 @@ def test_an_export_without_re_send_intervals_re_sends_whenever_it_fires() -> Non
 def test_re_send_intervals_that_are_not_milliseconds_are_refused(after: Any) -> None:
     with pytest.raises(RuntimeSpecError, match="resendAfterMs"):
         policy(0.15, resend_after=after)
+
+
+@pytest.mark.parametrize(
+    ("probability", "above", "expected"),
+    [
+        ({"stop": 0.0, "drive": 0.4, "horn": 0.9}, 0.0, "drive"),  # a signal never starts
+        ({"stop": 0.3, "drive": 0.1, "horn": 0.0}, 0.0, "stop"),  # a blocked start waits
+        ({"stop": 0.2, "drive": 0.2, "crawl": 0.2}, 0.0, "stop"),  # a tie: the schema's first
+        ({"stop": 0.0, "drive": 0.4}, 0.4, None),  # above, not at
+        ({"stop": 0.0, "drive": 0.41}, 0.4, "drive"),
+        ({"stop": 0.0, "drive": 0.99}, 1.0, None),  # 1: never (exports from before it)
+        ({"horn": 0.9}, 0.0, None),  # no stop- or movement-role type
+    ],
+)
+def test_start_type(probability: dict[str, float], above: float, expected: str | None) -> None:
+    assert start_type(probability, ROLES, above) == expected
+
+
+def test_a_parked_rover_is_sent_the_likelier_motion_command_until_one_was_sent() -> None:
+    rover, session = policy(0.15, start=0.0)
+    session.p["drive"], session.turn = 0.4, 0.2  # under the threshold: the event head is quiet
+    first = rover.tick(FRAME, 0)
+    assert first.fire == QUIET and first.start == "drive"
+    assert first.send == {"stop": False, "drive": True, "horn": False}
+    assert first.values["drive"] == {"speed": 0.5, "turn": pytest.approx(0.2)}
+    rover.observe_command(0, "drive", first.values["drive"])
+    assert rover.tick(FRAME, 100).start is None  # sent: the event head and steering decide
+    rover.observe_command(150, "stop")
+    after_stop = rover.tick(FRAME, 200)  # standing, but not a start: it waits as trained
+    assert after_stop.start is None and after_stop.send == QUIET
+    rover.reset()
+    assert rover.tick(FRAME, 0).send["drive"]  # a new drive starts again
+
+
+def test_a_start_sends_a_likelier_stop_then_waits_for_the_event_head() -> None:
+    rover, session = policy(0.15, start=0.0)
+    session.p["stop"], session.p["drive"] = 0.3, 0.05  # something ahead
+    first = rover.tick(FRAME, 0)
+    assert first.send == {"stop": True, "drive": False, "horn": False}
+    rover.observe_command(0, "stop")
+    assert rover.tick(FRAME, 100).send == QUIET
+    session.p["drive"] = 0.9
+    assert rover.tick(FRAME, 200).send["drive"]  # the way clears: fired
+
+
+def test_a_start_adds_nothing_to_what_fired_or_a_person_already_sent() -> None:
+    rover, session = policy(0.15, start=0.0)
+    session.p["stop"], session.p["drive"], session.p["horn"] = 0.7, 0.6, 0.8
+    both = rover.tick(FRAME, 0)  # fired: standing, the movement wins (sent_types)
+    assert both.send == {"stop": False, "drive": True, "horn": True}
+    rover.reset()
+    session.p["stop"], session.p["drive"] = 0.0, 0.3
+    rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})  # handed over: sent
+    assert rover.tick(FRAME, 0).start is None  # a command at the tick counts as sent
+    assert rover.tick(FRAME, 100).start is None
+
+
+@pytest.mark.parametrize("start", [None, 1.0])
+def test_exports_without_a_start_threshold_start_from_the_event_head_alone(
+    start: float | None,
+) -> None:
+    rover, session = policy(0.15, start=start)
+    session.p["drive"] = 0.49
+    assert rover.start_threshold == 1.0
+    assert rover.tick(FRAME, 0).send == QUIET

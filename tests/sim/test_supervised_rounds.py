@@ -3,7 +3,8 @@ of a careful person's drives (6 sessions of 1 minute), the default job alone mis
 closed-loop goal; supervised rounds (`drive --supervised --record`, then the default job on
 everything) reach it within 3 rounds (in lane >= 90%, stopped before >= 80% of the obstacles,
 over world seeds 0-4), and the promoted models' take-overs per 10 minutes fall round by round
-(promotion from the field, `canaryMinutes`). Minutes per case (docs/learning.md, "Learning
+(promotion from the field, `canaryMinutes`), the fleet's last model under one take-over per
+10 minutes of autonomy. Minutes per case (docs/learning.md, "Learning
 from take-overs")."""
 
 from __future__ import annotations
@@ -140,3 +141,4 @@ def test_supervised_rounds_reach_the_goal_imitation_alone_misses(
     assert not alone, history
     assert met, history
     assert len(rates) >= 2 and all(b < a for a, b in itertools.pairwise(rates)), history
+    assert last < 1.0, history  # issue 48: under one take-over per 10 minutes of autonomy

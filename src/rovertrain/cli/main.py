@@ -23,9 +23,10 @@ from rovertrain.sim import registry
 from rovertrain.sim.choices import CONTINUOUS, DRIVERS, driver_help
 from rovertrain.sim.world_protocol import SynthRequest
 
-DEADBAND = {field.name: field.spec for field in knobs(DecisionRules)}["steeringDeadband"]
-"""`export --steering-deadband` takes the job knob's bounds and its value for checkpoints from
-before it existed (declared once)."""
+DECISION_KNOBS = {field.name: field.spec for field in knobs(DecisionRules)}
+DEADBAND, START = DECISION_KNOBS["steeringDeadband"], DECISION_KNOBS["startThreshold"]
+"""`export --steering-deadband` and `--start-threshold` take the job knobs' bounds and their
+values for checkpoints from before they existed (declared once)."""
 
 
 if TYPE_CHECKING:
@@ -445,6 +446,14 @@ def models(stream: EventStream, root: str, current: bool) -> int:
     "executed one (0: off; default: the job's steeringDeadband from model.json; a checkpoint "
     f"from before it: {DEADBAND.before}).",
 )
+@click.option(
+    "--start-threshold",
+    type=click.FloatRange(0.0, 1.0),
+    help="On a rover nothing was sent to yet, send the likelier of the stop and the movement "
+    "command when its probability is above this (0: at the first tick; 1: only when the event "
+    "fires; default: the job's startThreshold from model.json; a checkpoint from before it: "
+    f"{START.before}).",
+)
 @events_body
 def export(
     stream: EventStream,
@@ -452,12 +461,13 @@ def export(
     out: str,
     threshold: float | None,
     steering_deadband: float | None,
+    start_threshold: float | None,
 ) -> int:
     """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
     from rovertrain.deploy.export import export_checkpoint
     from rovertrain.protocol.console import console_line
 
-    exported = export_checkpoint(checkpoint, out, threshold, steering_deadband)
+    exported = export_checkpoint(checkpoint, out, threshold, steering_deadband, start_threshold)
     stream.emit("exported", **exported)
     parity = exported["parity"]
     assert isinstance(parity, dict)

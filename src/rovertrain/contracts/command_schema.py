@@ -16,6 +16,8 @@ SLOTS = 8
 VALUES = 4
 """Most numeric values per command type."""
 ROLES = ("stop", "movement", "other")
+MOTION_ROLES = ("stop", "movement")
+"""The roles of the commands that decide whether and how the rover moves (one at a time)."""
 DEFAULT_ROLES = {"stop": "stop", "drive": "movement"}
 
 Role = Literal["stop", "movement", "other"]

@@ -5,7 +5,8 @@ carries the job's values (`DecisionRules.to_json`), and export and the rover's r
 them back from model.json and runtime.json with `recorded_rules`. A record written before a
 knob existed runs with what ran then, the knob's `before` value: steering did not exist before
 `steeringDeadband`, so such a record steers with 0 (only fired events), at export and in the
-runtime alike. New jobs get the defaults.
+runtime alike; a record from before `startThreshold` starts a parked rover only when the event
+head fires (1). New jobs get the defaults.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ class DecisionRules:
         doc="closed loop: the published policy re-sends its movement command when a predicted "
         "value moves more than this from what the rover executes, fired or not (0: only when "
         "the event head fires; a value sent at levels changes only when it fires)",
+    )
+    startThreshold: float = knob(
+        0.0,
+        0,
+        1,
+        before=1.0,
+        doc="closed loop, a rover nothing was sent to yet (the policy engaged on a parked "
+        "rover): the likelier of the stop- and movement-role types is sent when its "
+        "probability is above this, fired or not (0: at the first tick; 1: only when the "
+        "event head fires)",
     )
 
     def to_json(self) -> dict[str, float]:

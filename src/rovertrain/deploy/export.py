@@ -82,7 +82,10 @@ def load_checkpoint(directory: Path) -> tuple[ModelJson, bytes]:
 
 
 def decision_rules(
-    meta: ModelJson, threshold: float | None = None, steering_deadband: float | None = None
+    meta: ModelJson,
+    threshold: float | None = None,
+    steering_deadband: float | None = None,
+    start_threshold: float | None = None,
 ) -> DecisionRules:
     """The given rules (`export`'s options), else the job's from model.json; a checkpoint
     written before a knob existed gets what it ran with then (`contracts.decision`)."""
@@ -90,7 +93,11 @@ def decision_rules(
         recorded = recorded_rules(meta)
     except RecordedRulesError as error:
         raise RovertrainError("invalid_checkpoint", f"model.json's {error}") from None
-    return recorded.overridden(actionThreshold=threshold, steeringDeadband=steering_deadband)
+    return recorded.overridden(
+        actionThreshold=threshold,
+        steeringDeadband=steering_deadband,
+        startThreshold=start_threshold,
+    )
 
 
 def runtime_specification(meta: ModelJson, decision: DecisionRules) -> RuntimeSpec:
@@ -247,7 +254,11 @@ def require_deploy_packages() -> None:
 
 
 def export_checkpoint(
-    checkpoint: str, out: str, threshold: float | None, steering_deadband: float | None = None
+    checkpoint: str,
+    out: str,
+    threshold: float | None,
+    steering_deadband: float | None = None,
+    start_threshold: float | None = None,
 ) -> JsonObject:
     """Export and publish; returns the `exported` event's fields."""
     started = time.monotonic()
@@ -259,7 +270,9 @@ def export_checkpoint(
     # 2. The checkpoint verifies and holds a policy this rovertrain exports.
     meta, weights = load_checkpoint(directory)
     model = policy_from_checkpoint(directory, meta, weights)
-    spec = runtime_specification(meta, decision_rules(meta, threshold, steering_deadband))
+    spec = runtime_specification(
+        meta, decision_rules(meta, threshold, steering_deadband, start_threshold)
+    )
     # 3. The graph, and proof that it computes what torch computes.
     onnx_bytes = export_onnx(model)
     check = check_parity(model, onnx_bytes, directory, meta, spec.schema)
@@ -286,6 +299,7 @@ def export_checkpoint(
         "opset": OPSET,
         "threshold": float(spec.decision.actionThreshold),
         "steeringDeadband": float(spec.decision.steeringDeadband),
+        "startThreshold": float(spec.decision.startThreshold),
         "elapsedSeconds": round(time.monotonic() - started, 3),
     }
 

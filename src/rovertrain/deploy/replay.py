@@ -73,6 +73,7 @@ class LoadedPolicy:
             "engine": self.engine,
             "threshold": self.policy.threshold,
             "steeringDeadband": self.policy.steering_deadband,
+            "startThreshold": self.policy.start_threshold,
         }
 
 

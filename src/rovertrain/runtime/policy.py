@@ -19,7 +19,13 @@ from typing import Protocol
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import CHANGE_TOLERANCE, HUMAN, SENDERS, SLOTS
+from rovertrain.contracts.command_schema import (
+    CHANGE_TOLERANCE,
+    HUMAN,
+    MOTION_ROLES,
+    SENDERS,
+    SLOTS,
+)
 from rovertrain.contracts.observation import (
     FRAME_HISTORY,
     OBS_HEIGHT,
@@ -91,15 +97,21 @@ class Decision:
     roles: Mapping[str, str] = field(default_factory=dict)
     standing: bool = False  # the rover executes no movement (stopped, or nothing sent yet)
     early: str | None = None  # a type whose sending now would be an early re-send
+    start: str | None = None  # nothing sent yet: the type to send first (`start_type`)
 
     @property
     def send(self) -> dict[str, bool]:
         """What a rover driven by this policy sends now: fired or steering, of the stop- and
         movement-role types one at most (`sent_types`), and no early re-send
-        (`early_resend`)."""
+        (`early_resend`); on a rover nothing was sent to, `start` when none of them fired."""
         chosen = sent_types(self.fire, self.steer, self.roles, self.standing)
         if self.early is not None and chosen.get(self.early):
             chosen[self.early] = False
+        motion = [
+            kind for kind, on in chosen.items() if on and self.roles.get(kind) in MOTION_ROLES
+        ]
+        if self.start is not None and not motion:
+            chosen[self.start] = True
         return chosen
 
 
@@ -135,6 +147,29 @@ def early_resend(
         for name, sent in last.values.items()
     )
     return last.type if same else None
+
+
+def start_type(
+    probability: Mapping[str, float], roles: Mapping[str, str], above: float
+) -> str | None:
+    """On a rover nothing was sent to yet, the command to send first: the likelier of the
+    stop- and movement-role types (the first in the schema on a tie), when its probability
+    is above `above` (`startThreshold`); else None.
+
+    Why: the event head says how likely a person sends in this 100 ms window, and in the
+    recordings a person's first command comes whenever they are ready, not at a moment the
+    picture shows. Engaging the policy on a parked rover is that moment: the question is
+    which command the person sends first, not when. A warehouse policy handed a moving rover
+    drove 98.8% in lane; from rest its drive probability stayed at 0.38-0.50, under the 0.5
+    threshold, for 20 s on four of five world seeds with its stop probability at 0.00, and
+    it covered 0.19 of the person's distance (docs/learning.md, "Which command a rover
+    sends"). A stop sent first is harmless: the rover stands, and the policy waits as it
+    learned to wait after a stop."""
+    likeliest: tuple[float, str] | None = None
+    for kind, p in probability.items():
+        if roles.get(kind) in MOTION_ROLES and (likeliest is None or p > likeliest[0]):
+            likeliest = (p, kind)
+    return likeliest[1] if likeliest is not None and likeliest[0] > above else None
 
 
 def sent_types(
@@ -185,7 +220,7 @@ def steering_type(
     if roles.get(kind) != "movement" or fire.get(kind, False):
         return None
     # A firing stop wins, and a movement type that fires replaces the executed one.
-    if any(fired and roles.get(other) in ("stop", "movement") for other, fired in fire.items()):
+    if any(fired and roles.get(other) in MOTION_ROLES for other, fired in fire.items()):
         return None
     predicted = values.get(kind, {})
     moved = any(
@@ -270,6 +305,7 @@ class RoverPolicy:
         self.value_names = [list(slot["values"]) for slot in self.schema]
         self.threshold = float(spec.decision.actionThreshold)
         self.steering_deadband = float(spec.decision.steeringDeadband)
+        self.start_threshold = float(spec.decision.startThreshold)
         given = spec.policy.input
         self.tick_ms = given.tick_ms
         self.state_size = given.state.size
@@ -369,10 +405,10 @@ class RoverPolicy:
                 raise ValueError(f"command value {name}={value!r} is not a finite number")
         known = self.tracker.observe(t_ms, command_type, values)
         role = self.roles.get(command_type)
-        if by == HUMAN and self.engaged and role in ("movement", "stop"):
+        if by == HUMAN and self.engaged and role in MOTION_ROLES:
             self.engaged = False
             self.take_overs += 1
-        if known and role in ("movement", "stop"):
+        if known and role in MOTION_ROLES:
             sent = {name: float(v) for name, v in values.items()}
             self.pending_motion.append(SentMotion(float(t_ms), command_type, sent))
         return known
@@ -439,8 +475,21 @@ class RoverPolicy:
             steer[steering] = True
         standing = self.executing is None
         early = early_resend(named, self.last_motion, float(t_ms), self.resend_after)
+        start = None
+        if self.last_motion is None and not self.pending_motion:
+            start = start_type(chance, self.roles, self.start_threshold)
         decision = Decision(
-            float(t_ms), fire, chance, named, image, state, steer, self.roles, standing, early
+            float(t_ms),
+            fire,
+            chance,
+            named,
+            image,
+            state,
+            steer,
+            self.roles,
+            standing,
+            early,
+            start,
         )
         sending = decision.send
         for (kind, name), wanted in expected.items():
