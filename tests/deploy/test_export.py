@@ -72,8 +72,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = root.parent / "deploy"
     # The job's deadband (model.json) is overridden on the command line, and a checkpoint
     # from before startThreshold is given the start rule.
-    result = run_cli("export", str(checkpoint), "--out", str(out),
-                     "--steering-deadband", "0.2", "--start-threshold", "0")  # fmt: skip
+    options = ["--steering-deadband", "0.2", "--start-threshold", "0"]
+    result = run_cli("export", str(checkpoint), "--out", str(out), *options)
     assert result.code == 0, result.stderr
     return {"root": root, "checkpoint": checkpoint, "model": model, "out": out, "result": result}
 
@@ -378,6 +378,7 @@ def test_a_record_without_a_knob_runs_as_it_was_trained_at_export_and_in_the_run
     written = runtime_specification({"specification": policy}, at_export).to_json()
     assert written["format"] == runtime_format
     assert written["steeringDeadband"] == 0.0 and written["threshold"] == 0.5
+    assert written["startThreshold"] == 1.0  # a parked rover starts from the event head alone
     assert DecisionRules().steeringDeadband == 0.1  # what a new job gets
 
 

@@ -275,26 +275,29 @@ def test_re_send_intervals_that_are_not_milliseconds_are_refused(after: Any) -> 
     ("probability", "above", "expected"),
     [
         ({"stop": 0.0, "drive": 0.4, "horn": 0.9}, 0.0, "drive"),  # a signal never starts
-        ({"stop": 0.3, "drive": 0.1, "horn": 0.0}, 0.0, "stop"),  # a blocked start waits
-        ({"stop": 0.2, "drive": 0.2, "crawl": 0.2}, 0.0, "stop"),  # a tie: the schema's first
+        ({"stop": 0.3, "drive": 0.1, "horn": 0.0}, 0.0, None),  # a likelier stop: it waits
+        ({"stop": 0.2, "drive": 0.2}, 0.0, None),  # above the stop's, not at it
+        ({"stop": 0.1, "drive": 0.2, "crawl": 0.2}, 0.0, "drive"),  # a tie: the schema's first
+        ({"stop": 0.1, "drive": 0.2, "crawl": 0.3}, 0.0, "crawl"),
         ({"stop": 0.0, "drive": 0.4}, 0.4, None),  # above, not at
         ({"stop": 0.0, "drive": 0.41}, 0.4, "drive"),
         ({"stop": 0.0, "drive": 0.99}, 1.0, None),  # 1: never (exports from before it)
-        ({"horn": 0.9}, 0.0, None),  # no stop- or movement-role type
+        ({"drive": 0.3}, 0.0, "drive"),  # a schema without a stop
+        ({"stop": 0.9, "horn": 0.9}, 0.0, None),  # no movement-role type
     ],
 )
 def test_start_type(probability: dict[str, float], above: float, expected: str | None) -> None:
     assert start_type(probability, ROLES, above) == expected
 
 
-def test_a_parked_rover_is_sent_the_likelier_motion_command_until_one_was_sent() -> None:
+def test_a_parked_rover_is_started_until_a_command_was_sent() -> None:
     rover, session = policy(0.15, start=0.0)
     session.p["drive"], session.turn = 0.4, 0.2  # under the threshold: the event head is quiet
     first = rover.tick(FRAME, 0)
     assert first.fire == QUIET and first.start == "drive"
     assert first.send == {"stop": False, "drive": True, "horn": False}
     assert first.values["drive"] == {"speed": 0.5, "turn": pytest.approx(0.2)}
-    rover.observe_command(0, "drive", first.values["drive"])
+    rover.observe_command(0, "drive", first.values["drive"], by="policy")
     assert rover.tick(FRAME, 100).start is None  # sent: the event head and steering decide
     rover.observe_command(150, "stop")
     after_stop = rover.tick(FRAME, 200)  # standing, but not a start: it waits as trained
@@ -303,27 +306,72 @@ def test_a_parked_rover_is_sent_the_likelier_motion_command_until_one_was_sent()
     assert rover.tick(FRAME, 0).send["drive"]  # a new drive starts again
 
 
-def test_a_start_sends_a_likelier_stop_then_waits_for_the_event_head() -> None:
+def test_a_parked_rover_with_a_likelier_stop_waits_for_the_drive() -> None:
     rover, session = policy(0.15, start=0.0)
     session.p["stop"], session.p["drive"] = 0.3, 0.05  # something ahead
-    first = rover.tick(FRAME, 0)
-    assert first.send == {"stop": True, "drive": False, "horn": False}
-    rover.observe_command(0, "stop")
-    assert rover.tick(FRAME, 100).send == QUIET
-    session.p["drive"] = 0.9
-    assert rover.tick(FRAME, 200).send["drive"]  # the way clears: fired
+    assert rover.tick(FRAME, 0).send == QUIET  # no stop: the rover stands already
+    session.p["drive"] = 0.35  # the way clears: the rule is still on
+    assert rover.tick(FRAME, 100).send == {"stop": False, "drive": True, "horn": False}
+    rover.reset()
+    session.p["stop"], session.p["drive"] = 0.7, 0.05  # the stop's own event fires as trained
+    assert rover.tick(FRAME, 0).send == {"stop": True, "drive": False, "horn": False}
+    rover.observe_command(0, "stop", by="policy")
+    session.p["stop"], session.p["drive"] = 0.0, 0.35
+    assert rover.tick(FRAME, 100).send == QUIET  # after a stop: only the event head restarts
+
+
+def test_a_start_goes_with_a_signal_and_a_signal_does_not_end_it() -> None:
+    rover, session = policy(0.15, start=0.0)
+    session.p["drive"], session.p["horn"] = 0.3, 0.8
+    assert rover.tick(FRAME, 0).send == {"stop": False, "drive": True, "horn": True}
+    rover.reset()
+    session.p["horn"] = 0.0
+    rover.observe_command(0, "horn")  # a person honks: the rover is still parked
+    assert rover.tick(FRAME, 100).start == "drive"
 
 
 def test_a_start_adds_nothing_to_what_fired_or_a_person_already_sent() -> None:
     rover, session = policy(0.15, start=0.0)
-    session.p["stop"], session.p["drive"], session.p["horn"] = 0.7, 0.6, 0.8
+    session.p["stop"], session.p["drive"] = 0.7, 0.6
     both = rover.tick(FRAME, 0)  # fired: standing, the movement wins (sent_types)
-    assert both.send == {"stop": False, "drive": True, "horn": True}
+    assert both.send == {"stop": False, "drive": True, "horn": False}
     rover.reset()
     session.p["stop"], session.p["drive"] = 0.0, 0.3
     rover.observe_command(0, "drive", {"speed": 0.5, "turn": 0.0})  # handed over: sent
     assert rover.tick(FRAME, 0).start is None  # a command at the tick counts as sent
     assert rover.tick(FRAME, 100).start is None
+
+
+def test_an_engaged_policy_starts_the_rover_and_its_start_is_no_take_over() -> None:
+    rover, session = policy(0.15, start=0.0)
+    session.p["drive"] = 0.3
+    rover.engage()
+    decision = rover.tick(FRAME, 0)
+    assert decision.send["drive"]
+    rover.observe_command(0, "drive", decision.values["drive"], by="policy")
+    assert rover.engaged and rover.take_overs == 0
+    assert rover.tick(FRAME, 100).start is None
+
+
+def test_a_start_of_a_spread_level_owes_nothing() -> None:
+    """Until a command is observed the start is in `send` at every tick, sent or not (a
+    rover loop ticks in the shadow while a person drives): it must not move what the spread
+    levels owe, or the first sends after a hand-over differ."""
+    levels = {"drive": {"turn": [-1.0, 0.0, 1.0]}}
+    rover, session = policy(0.15, levels, start=0.0)
+    written = dict(rover.spec.policy.written)
+    written["output"] = {"values": {"levels": levels, "levelOutput": "expected"}}
+    spec = RuntimeSpec.from_json({**written, "threshold": 0.5, "startThreshold": 0.0})
+    rover = RoverPolicy(session, spec)
+    session.p["drive"], session.turn = 0.3, 0.4  # expected turn 0.4: a start sends turn 0
+    for tick in range(5):
+        started = rover.tick(FRAME, tick * 100)
+        assert started.start == "drive" and started.values["drive"]["turn"] == 0.0
+    assert rover.owed == {}
+    session.p["drive"] = 0.9  # fired: the spread carries what the send did not deliver
+    fired = rover.tick(FRAME, 500)
+    assert fired.values["drive"]["turn"] == 0.0
+    assert rover.owed[("drive", "turn")] == pytest.approx(0.4)
 
 
 @pytest.mark.parametrize("start", [None, 1.0])

@@ -95,7 +95,7 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, driver: str, seed
     assert made.code == 0, made.stderr
     sessions = made.last()["sessions"]
     assert len(sessions) == 28
-    assert sum(s["frames"] for s in sessions) / 50 / 60 <= 28 * 0.75  # no session past 45 s
+    assert sum(s["frames"] for s in sessions) / 50 / 60 <= 28 * 0.75  # the 28 × 45 s asked
     trained = cli("run", "--job", str(root / "job.json"), "--no-progress", timeout=3000)
     assert trained.code == 0, trained.stderr
     complete = trained.last()

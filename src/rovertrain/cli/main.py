@@ -448,10 +448,10 @@ def models(stream: EventStream, root: str, current: bool) -> int:
 )
 @click.option(
     "--start-threshold",
-    type=click.FloatRange(0.0, 1.0),
-    help="On a rover nothing was sent to yet, send the likelier of the stop and the movement "
-    "command when its probability is above this (0: at the first tick; 1: only when the event "
-    "fires; default: the job's startThreshold from model.json; a checkpoint from before it: "
+    type=click.FloatRange(START.minimum, START.maximum),
+    help="On a rover nothing was sent to yet, send the movement command when its probability "
+    "is above this and above the stop's (0: at the first tick; 1: only when the event fires; "
+    "default: the job's startThreshold from model.json; a checkpoint from before it: "
     f"{START.before}).",
 )
 @events_body

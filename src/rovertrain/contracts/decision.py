@@ -46,10 +46,10 @@ class DecisionRules:
         0,
         1,
         before=1.0,
-        doc="closed loop, a rover nothing was sent to yet (the policy engaged on a parked "
-        "rover): the likelier of the stop- and movement-role types is sent when its "
-        "probability is above this, fired or not (0: at the first tick; 1: only when the "
-        "event head fires)",
+        doc="closed loop, a rover no stop or movement command was sent to since the runtime "
+        "was loaded or reset (parked, the policy just engaged): its likeliest movement-role "
+        "type is sent, fired or not, when its probability is above this and above the stop's "
+        "(0: at the first such tick; 1: only when the event head fires)",
     )
 
     def to_json(self) -> dict[str, float]:

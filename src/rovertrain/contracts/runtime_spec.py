@@ -181,7 +181,8 @@ class RuntimeSpec:
     `policy`: the checkpoint's policy specification. `decision`: when an event fires
     (`actionThreshold`, runtime.json's `threshold`: at probability >= it) and when the
     executed movement is re-sent (`steeringDeadband`: see `runtime.policy.steering_type`, 0:
-    off). `model`: which published model it is."""
+    off), and when a parked rover is started (`startThreshold`: see
+    `runtime.policy.start_type`, 1: off). `model`: which published model it is."""
 
     policy: PolicySpec
     decision: DecisionRules
@@ -242,8 +243,9 @@ class RuntimeSpec:
     def from_json(cls, document: object) -> RuntimeSpec:
         """Validate a decoded runtime.json once; RuntimeSpecError names what is wrong.
 
-        A runtime.json without `steeringDeadband` was exported before steering existed and
-        runs as it did then (the knob's `before` value, 0: only fired events)."""
+        A runtime.json without `steeringDeadband` or `startThreshold` was exported before
+        the knob existed and runs as it did then (the knob's `before` value: 0, only fired
+        events; 1, a parked rover started by the event head alone)."""
         if not isinstance(document, dict):
             raise RuntimeSpecError("runtime.json must be a JSON object")
         if document.get("format", FORMAT) not in FORMATS:

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES, Schema, is_stop
+from rovertrain.contracts.command_schema import (
+    MOTION_ROLES,
+    POLICY,
+    SLOTS,
+    VALUES,
+    Schema,
+    is_stop,
+)
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT, TICK_MS
 from rovertrain.data.field import FieldFigures
@@ -106,7 +113,7 @@ def driving_field_figures(
 def driving_commands(commands: Sequence[Command], roles: Mapping[str, str]) -> list[Command]:
     """The stop- and movement-role commands, by time: the ones that say who drives (a
     person's horn is no take-over)."""
-    driving = [c for c in commands if roles.get(c.type) in ("stop", "movement")]
+    driving = [c for c in commands if roles.get(c.type) in MOTION_ROLES]
     return sorted(driving, key=lambda c: c.t)
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "early_resend",
     "level_to_send",
     "sent_types",
+    "start_type",
     "steering_type",
 ]
 
@@ -84,8 +85,9 @@ class Decision:
 
     `fire`: the event head, a person's imitation (probability >= the threshold): what the
     gate and `replay` score. `steer`: the movement type the rover executes, not fired, whose
-    predicted values moved more than the steering deadband from the executed ones. A rover
-    sends `send` (either)."""
+    predicted values moved more than the steering deadband from the executed ones. `start`:
+    on a rover nothing was sent to, the movement type that starts it. A rover sends `send`
+    (fired, steering or starting)."""
 
     t_ms: float
     fire: dict[str, bool]
@@ -97,13 +99,13 @@ class Decision:
     roles: Mapping[str, str] = field(default_factory=dict)
     standing: bool = False  # the rover executes no movement (stopped, or nothing sent yet)
     early: str | None = None  # a type whose sending now would be an early re-send
-    start: str | None = None  # nothing sent yet: the type to send first (`start_type`)
+    start: str | None = None  # nothing sent yet: the movement type that starts the rover
 
     @property
     def send(self) -> dict[str, bool]:
         """What a rover driven by this policy sends now: fired or steering, of the stop- and
         movement-role types one at most (`sent_types`), and no early re-send
-        (`early_resend`); on a rover nothing was sent to, `start` when none of them fired."""
+        (`early_resend`); on a rover nothing was sent to, `start` when none of them is sent."""
         chosen = sent_types(self.fire, self.steer, self.roles, self.standing)
         if self.early is not None and chosen.get(self.early):
             chosen[self.early] = False
@@ -152,24 +154,28 @@ def early_resend(
 def start_type(
     probability: Mapping[str, float], roles: Mapping[str, str], above: float
 ) -> str | None:
-    """On a rover nothing was sent to yet, the command to send first: the likelier of the
-    stop- and movement-role types (the first in the schema on a tie), when its probability
-    is above `above` (`startThreshold`); else None.
+    """On a rover nothing was sent to yet, the command that starts it: the likeliest
+    movement-role type (the first in the schema on a tie), when its probability is above
+    `above` (`startThreshold`) and above every stop-role type's; else None (the rover stays
+    parked, and the rule stays on until a command is sent).
 
     Why: the event head says how likely a person sends in this 100 ms window, and in the
     recordings a person's first command comes whenever they are ready, not at a moment the
     picture shows. Engaging the policy on a parked rover is that moment: the question is
-    which command the person sends first, not when. A warehouse policy handed a moving rover
-    drove 98.8% in lane; from rest its drive probability stayed at 0.38-0.50, under the 0.5
-    threshold, for 20 s on four of five world seeds with its stop probability at 0.00, and
-    it covered 0.19 of the person's distance (docs/learning.md, "Which command a rover
-    sends"). A stop sent first is harmless: the rover stands, and the policy waits as it
-    learned to wait after a stop."""
+    which command the person sends first, not when. A warehouse policy that drove 98.9% in
+    lane handed over sat parked from rest on four of five world seeds, its drive probability
+    at 0.37-0.41 for 20 s under the 0.5 threshold, its stop probability 0.00: 0.19 of the
+    person's distance (docs/learning.md, "Which command a rover sends"). A stop is never
+    sent by this rule: it changes nothing on a rover that stands (as in `sent_types`), and
+    the stop's own event still fires as trained."""
+    stop = max((p for kind, p in probability.items() if roles.get(kind) == "stop"), default=0.0)
     likeliest: tuple[float, str] | None = None
     for kind, p in probability.items():
-        if roles.get(kind) in MOTION_ROLES and (likeliest is None or p > likeliest[0]):
+        if roles.get(kind) == "movement" and (likeliest is None or p > likeliest[0]):
             likeliest = (p, kind)
-    return likeliest[1] if likeliest is not None and likeliest[0] > above else None
+    if likeliest is None or likeliest[0] <= max(above, stop):
+        return None
+    return likeliest[1]
 
 
 def sent_types(
@@ -493,7 +499,10 @@ class RoverPolicy:
         )
         sending = decision.send
         for (kind, name), wanted in expected.items():
-            if sending.get(kind):  # what this send did not deliver is owed to the next
+            # What a fired or steered send did not deliver is owed to the next. A start owes
+            # nothing: until a command is observed it is in `send` at every tick, sent or not
+            # (a rover loop ticks in the shadow while a person drives).
+            if sending.get(kind) and (fire[kind] or steer[kind]):
                 self.owed[(kind, name)] = wanted - named[kind][name]
         return decision
 

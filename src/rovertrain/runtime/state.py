@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES, Slot
+from rovertrain.contracts.command_schema import MOTION_ROLES, SLOTS, VALUES, Slot
 from rovertrain.contracts.observation import (
     STATE_BIN_MS,
     STATE_BINS,
@@ -56,7 +56,7 @@ def superseded_motion(elapsed: np.ndarray, motion: np.ndarray) -> np.ndarray:
 def motion_slots(schema: Sequence[Slot]) -> np.ndarray:
     """bool [SLOTS]: the schema's stop- and movement-role slots."""
     motion = np.zeros(SLOTS, dtype=bool)
-    motion[: len(schema)] = [slot["role"] in ("stop", "movement") for slot in schema]
+    motion[: len(schema)] = [slot["role"] in MOTION_ROLES for slot in schema]
     return motion
 
 

@@ -163,7 +163,7 @@ class Copycat(HandedOver[StateT]):
 class PolicyDriver(HandedOver[StateT]):
     """A policy with the `RoverPolicy` interface, ticked every `tick_ms` with the camera frame
     (a grey one of `frame_size` when blind); it sends what the decision's `send` says (the
-    event head's fires and the steering re-sends), and every command sent is fed back with
+    event head's fires, the steering re-sends and a start), and every command sent is fed back with
     `observe_command`, exactly as on a rover."""
 
     def __init__(
