@@ -56,6 +56,11 @@ class DecisionRules:
         """The knobs as the job file and model.json hold them, in declaration order."""
         return {name: float(value) for name, value in settings_json(self).items()}
 
+    def runtime_json(self) -> dict[str, float]:
+        """The knobs under runtime.json's names (`RUNTIME_KEYS`), as runtime.json, the
+        `exported` event and the `model` field of `drove` and `replayed` hold them."""
+        return {RUNTIME_KEYS.get(name, name): value for name, value in self.to_json().items()}
+
     def overridden(self, **given: float | None) -> DecisionRules:
         """These rules with the named knobs replaced (None: kept): `export`'s options."""
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})

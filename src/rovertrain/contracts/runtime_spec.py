@@ -210,8 +210,7 @@ class RuntimeSpec:
         """runtime.json, in the order people read it: format, the policy, then the rules."""
         document: JsonObject = {"format": self.format}
         document.update(self.policy.written)
-        for name, value in self.decision.to_json().items():
-            document[RUNTIME_KEYS.get(name, name)] = value
+        document.update(self.decision.runtime_json())
         document["valueNames"] = {slot["type"]: list(slot["values"]) for slot in self.schema}
         document["roles"] = dict(self.roles)
         document["onnx"] = self._onnx()

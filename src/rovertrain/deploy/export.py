@@ -297,9 +297,7 @@ def export_checkpoint(
         "files": files,
         "parity": check.to_json(),
         "opset": OPSET,
-        "threshold": float(spec.decision.actionThreshold),
-        "steeringDeadband": float(spec.decision.steeringDeadband),
-        "startThreshold": float(spec.decision.startThreshold),
+        **spec.decision.runtime_json(),
         "elapsedSeconds": round(time.monotonic() - started, 3),
     }
 

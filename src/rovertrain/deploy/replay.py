@@ -71,9 +71,7 @@ class LoadedPolicy:
         return {
             **self.identity,
             "engine": self.engine,
-            "threshold": self.policy.threshold,
-            "steeringDeadband": self.policy.steering_deadband,
-            "startThreshold": self.policy.start_threshold,
+            **self.policy.spec.decision.runtime_json(),
         }
 
 
