@@ -347,12 +347,32 @@ def test_decision_rules_come_from_the_command_line_then_model_json() -> None:
 
     meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}  # from before startThreshold
     assert decision_rules(meta) == DecisionRules(0.4, 0.3, 1.0)
-    assert decision_rules(meta, 0.6, 0.1, 0.0) == DecisionRules(0.6, 0.1, 0.0)
-    assert decision_rules(meta, steering_deadband=0.0) == DecisionRules(0.4, 0.0, 1.0)
+    given = {"actionThreshold": 0.6, "steeringDeadband": 0.1, "startThreshold": 0.0}
+    assert decision_rules(meta, given) == DecisionRules(0.6, 0.1, 0.0)
+    assert decision_rules(meta, {"steeringDeadband": 0.0}) == DecisionRules(0.4, 0.0, 1.0)
+    assert decision_rules(meta, {"startThreshold": None}) == DecisionRules(0.4, 0.3, 1.0)
     assert decision_rules({**meta, "startThreshold": 0.2}).startThreshold == 0.2
-    assert decision_rules(meta, threshold=0.0).actionThreshold == 0  # `--threshold` allows 0
+    assert decision_rules(meta, {"actionThreshold": 0.0}).actionThreshold == 0  # `--threshold` 0
     with pytest.raises(RovertrainError, match=r"model\.json's steeringDeadband: must be at most 2"):
         decision_rules({"steeringDeadband": 2.5})
+
+
+def test_export_has_one_option_per_decision_knob_with_the_bounds_a_record_may_hold() -> None:
+    import click
+
+    from rovertrain.cli.main import export
+    from rovertrain.contracts.settings import knobs
+
+    options = {p.name: p for p in export.params if isinstance(p, click.Option)}
+    declared = knobs(DecisionRules)
+    assert set(options) == {"out"} | {field.name for field in declared}
+    assert options["actionThreshold"].opts == ["--threshold"]  # runtime.json's name
+    assert options["startThreshold"].opts == ["--start-threshold"]
+    for field in declared:
+        kind = options[field.name].type
+        assert isinstance(kind, click.FloatRange)
+        bounds = (kind.min, kind.max, kind.min_open, kind.max_open)
+        assert bounds == (field.spec.minimum, field.spec.maximum, False, False)
 
 
 @pytest.mark.parametrize("runtime_format", FORMATS)

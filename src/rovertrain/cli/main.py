@@ -7,6 +7,7 @@ makes it the click command, and `_run_with_events` turns its outcome into the ex
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
@@ -15,19 +16,13 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec
 import click
 
 from rovertrain import __version__
-from rovertrain.contracts.decision import DecisionRules
+from rovertrain.contracts.decision import RUNTIME_KEYS, DecisionRules
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 from rovertrain.sim import registry
 from rovertrain.sim.choices import CONTINUOUS, DRIVERS, driver_help
 from rovertrain.sim.world_protocol import SynthRequest
-
-DECISION_KNOBS = {field.name: field.spec for field in knobs(DecisionRules)}
-DEADBAND, START = DECISION_KNOBS["steeringDeadband"], DECISION_KNOBS["startThreshold"]
-"""`export --steering-deadband` and `--start-threshold` take the job knobs' bounds and their
-values for checkpoints from before they existed (declared once)."""
-
 
 if TYPE_CHECKING:
     from rovertrain.distributed.rank_place import RankPlace
@@ -431,43 +426,36 @@ def models(stream: EventStream, root: str, current: bool) -> int:
     return show_current(root, stream) if current else list_models(root, stream)
 
 
+def decision_options(command: Callable[P, None]) -> Callable[P, None]:
+    """`export`'s options, one per decision knob (`contracts.decision`): named as runtime.json
+    names the knob (`--threshold`, `--steering-deadband`, `--start-threshold`), bounded as a
+    record may hold it, with the value a checkpoint written before the knob runs with. Each
+    is passed under the knob's name; None when not given (the job's value from model.json)."""
+    for field in reversed(knobs(DecisionRules)):
+        spec, key = field.spec, RUNTIME_KEYS.get(field.name, field.name)
+        before = spec.default if spec.before is None else spec.before
+        flag = "--" + re.sub(r"(?<=[a-z])(?=[A-Z])", "-", key).lower()
+        command = click.option(
+            flag,
+            field.name,
+            type=click.FloatRange(spec.minimum, spec.maximum),
+            help=f"{spec.doc[:1].upper()}{spec.doc[1:]}. Default: the job's {field.name} from "
+            f"model.json; a checkpoint from before it: {before:g}.",
+        )(command)
+    return command
+
+
 @cli.command()
 @click.argument("checkpoint", metavar="CHECKPOINT_DIR", type=click.Path())
 @click.option("--out", "out", required=True, type=click.Path(), help="Folder to create.")
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0, max_open=True),
-    help="Firing threshold (default: the job's actionThreshold from model.json).",
-)
-@click.option(
-    "--steering-deadband",
-    type=click.FloatRange(0.0, DEADBAND.maximum),
-    help="Re-send the movement command when a predicted value moves more than this from the "
-    "executed one (0: off; default: the job's steeringDeadband from model.json; a checkpoint "
-    f"from before it: {DEADBAND.before}).",
-)
-@click.option(
-    "--start-threshold",
-    type=click.FloatRange(START.minimum, START.maximum),
-    help="On a rover nothing was sent to yet, send the movement command when its probability "
-    "is above this and above the stop's (0: at the first tick; 1: only when the event fires; "
-    "default: the job's startThreshold from model.json; a checkpoint from before it: "
-    f"{START.before}).",
-)
+@decision_options
 @events_body
-def export(
-    stream: EventStream,
-    checkpoint: str,
-    out: str,
-    threshold: float | None,
-    steering_deadband: float | None,
-    start_threshold: float | None,
-) -> int:
+def export(stream: EventStream, /, checkpoint: str, out: str, **rules: float | None) -> int:
     """Export a verified checkpoint to ONNX for the rover runtime (needs rovertrain[deploy])."""
     from rovertrain.deploy.export import export_checkpoint
     from rovertrain.protocol.console import console_line
 
-    exported = export_checkpoint(checkpoint, out, threshold, steering_deadband, start_threshold)
+    exported = export_checkpoint(checkpoint, out, rules)
     stream.emit("exported", **exported)
     parity = exported["parity"]
     assert isinstance(parity, dict)

@@ -82,22 +82,16 @@ def load_checkpoint(directory: Path) -> tuple[ModelJson, bytes]:
 
 
 def decision_rules(
-    meta: ModelJson,
-    threshold: float | None = None,
-    steering_deadband: float | None = None,
-    start_threshold: float | None = None,
+    meta: ModelJson, given: Mapping[str, float | None] | None = None
 ) -> DecisionRules:
-    """The given rules (`export`'s options), else the job's from model.json; a checkpoint
-    written before a knob existed gets what it ran with then (`contracts.decision`)."""
+    """The rules `given` by knob name (`export`'s options; None: not given), else the job's
+    from model.json; a checkpoint written before a knob existed gets what it ran with then
+    (`contracts.decision`)."""
     try:
         recorded = recorded_rules(meta)
     except RecordedRulesError as error:
         raise RovertrainError("invalid_checkpoint", f"model.json's {error}") from None
-    return recorded.overridden(
-        actionThreshold=threshold,
-        steeringDeadband=steering_deadband,
-        startThreshold=start_threshold,
-    )
+    return recorded.overridden(**(given or {}))
 
 
 def runtime_specification(meta: ModelJson, decision: DecisionRules) -> RuntimeSpec:
@@ -256,9 +250,7 @@ def require_deploy_packages() -> None:
 def export_checkpoint(
     checkpoint: str,
     out: str,
-    threshold: float | None,
-    steering_deadband: float | None = None,
-    start_threshold: float | None = None,
+    rules: Mapping[str, float | None] | None = None,
 ) -> JsonObject:
     """Export and publish; returns the `exported` event's fields."""
     started = time.monotonic()
@@ -270,9 +262,7 @@ def export_checkpoint(
     # 2. The checkpoint verifies and holds a policy this rovertrain exports.
     meta, weights = load_checkpoint(directory)
     model = policy_from_checkpoint(directory, meta, weights)
-    spec = runtime_specification(
-        meta, decision_rules(meta, threshold, steering_deadband, start_threshold)
-    )
+    spec = runtime_specification(meta, decision_rules(meta, rules))
     # 3. The graph, and proof that it computes what torch computes.
     onnx_bytes = export_onnx(model)
     check = check_parity(model, onnx_bytes, directory, meta, spec.schema)
