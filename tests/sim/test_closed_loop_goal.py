@@ -43,7 +43,8 @@ def test_the_default_job_trains_a_policy_that_drives(
     # and for a failure's message (pytest shortens a whole summary to its first keys).
     rollouts = drove.of("rollout")
     figures = (
-        f"{world} {driver} data seed {seed}: {complete['steps']} steps, visionGain "
+        f"{world} {driver} data seed {seed}: {complete['steps']} steps (stopped by "
+        f"{complete['diagnostics']['trainingStoppedBy']}), visionGain "
         f"{evaluation['visionGain']}; per start {summary['starts']}; "
         "per world seed (controller, start, seed, in lane, stopped/met, first departure s): "
         + ", ".join(
@@ -111,7 +112,8 @@ def test_the_default_job_drives_carracing(cli, tmp_path: Path, driver: str, seed
         for start, by_start in summary["starts"].items()
     }
     figures = (
-        f"carracing {driver} data seed {seed}: {complete['steps']} steps, gate "
+        f"carracing {driver} data seed {seed}: {complete['steps']} steps (stopped by "
+        f"{complete['diagnostics']['trainingStoppedBy']}), gate "
         f"{evaluation['status']} "
         f"{evaluation['gateReasons']}, F1 {evaluation['f1']:.3f} blind "
         f"{evaluation['blind']['f1']:.3f}; reward per start {race}; margins "
