@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec
 import click
 
 from rovertrain import __version__
-from rovertrain.contracts.decision import RUNTIME_KEYS, DecisionRules
+from rovertrain.contracts.decision import RUNTIME_KEYS, DecisionRules, recorded_rules
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
@@ -431,16 +431,16 @@ def decision_options(command: Callable[P, None]) -> Callable[P, None]:
     names the knob (`--threshold`, `--steering-deadband`, `--start-threshold`), bounded as a
     record may hold it, with the value a checkpoint written before the knob runs with. Each
     is passed under the knob's name; None when not given (the job's value from model.json)."""
+    before = recorded_rules({})  # what a record without the knobs runs with
     for field in reversed(knobs(DecisionRules)):
         spec, key = field.spec, RUNTIME_KEYS.get(field.name, field.name)
-        before = spec.default if spec.before is None else spec.before
         flag = "--" + re.sub(r"(?<=[a-z])(?=[A-Z])", "-", key).lower()
         command = click.option(
             flag,
             field.name,
             type=click.FloatRange(spec.minimum, spec.maximum),
             help=f"{spec.doc[:1].upper()}{spec.doc[1:]}. Default: the job's {field.name} from "
-            f"model.json; a checkpoint from before it: {before:g}.",
+            f"model.json; a checkpoint from before it: {getattr(before, field.name):g}.",
         )(command)
     return command
 
