@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rovertrain.contracts.command_schema import HUMAN
+from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.recording import Command, CommandLine
 
 DRIVE = "drive"
@@ -57,6 +58,31 @@ class CommandRules:
     """A stream that falls silent this long while moving has stopped the rover (a ROS base
     controller's command timeout): a `stop` at the last sample plus this. None: sampled
     sources (tubs, data sets) whose silence is the end of the recording."""
+    tick_ms: float | None = None
+    """Keepalives on this grid of the command clock (`keepalive_due`; `keepalive_grid` gives
+    the tick for a source sampled more often than it). None: `keepalive_ms` after the last
+    command, wherever that falls."""
+
+
+def keepalive_due(t: float, last_sent: float, rules: CommandRules) -> bool:
+    """Whether a keepalive is due at a sample at `t` after a command sent at `last_sent`.
+
+    On a tick grid (`rules.tick_ms`) it is due from the first tick mark a whole number of
+    ticks (the keepalive, rounded to whole ticks, at least one) after the last command. The
+    training window of the tick at that mark holds the keepalive, and the state there shows
+    the last command in bin K (K ticks of keepalive); the tick before shows bin K - 1 with
+    nothing due, whatever the phase of the last command. A keepalive exactly `keepalive_ms`
+    later instead lands half the time in the bin of the tick before: on a 20 Hz tub, a
+    command 450 ms old (a keepalive due in the window) and one 400 ms old (none) shared bin
+    4, and the model fired at both (docs/learning.md, "When a re-send is due")."""
+    if rules.tick_ms is None:
+        return t - last_sent >= rules.keepalive_ms
+    tick = rules.tick_ms
+    whole = max(1, math.floor(rules.keepalive_ms / tick + 0.5)) * tick
+    mark = math.ceil((last_sent + whole) / tick) * tick
+    if mark - last_sent < whole:  # the sum rounded down: 900.0000000000001 + 300 == 1200.0
+        mark += tick
+    return t >= mark
 
 
 def clip(value: float) -> float:
@@ -81,7 +107,8 @@ def extract_commands(
     - the rover starts at rest; the first sample that moves it sends `drive`;
     - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one
       sent by more than `tolerance`, when the sender changes (a person taking over from a
-      policy), and at least every `keepalive_ms` (at the first sample at or after it);
+      policy), and at least every `keepalive_ms` (at the first sample at or after it; on a
+      tick grid, `rules.tick_ms`, at the first at or after the tick mark `keepalive_due` says);
     - when the motion values return to rest, one `stop` is sent (with `stop_keepalive`, again
       every `keepalive_ms` while samples at rest keep coming, and at once when another sender
       sends them); controls that change while at rest (steering a parked car) send nothing;
@@ -110,7 +137,7 @@ def extract_commands(
         last_seen = sample.t
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
-            held = stopped and rules.stop_keepalive and sample.t - last_sent >= rules.keepalive_ms
+            held = stopped and rules.stop_keepalive and keepalive_due(sample.t, last_sent, rules)
             if moving or held or (stopped and sample.by != sender):
                 commands.append(Command(sample.t, STOP, by=sample.by))
                 moving, stopped, sent, last_sent = False, True, {}, sample.t
@@ -120,7 +147,7 @@ def extract_commands(
             not moving
             or sample.by != sender
             or _changed(sent, values, rules.tolerance)
-            or sample.t - last_sent >= rules.keepalive_ms
+            or keepalive_due(sample.t, last_sent, rules)
         ):
             commands.append(Command(sample.t, rules.drive, values, sample.by))
             moving, stopped, sent, last_sent = True, False, values, sample.t
@@ -145,6 +172,20 @@ def keepalive_for(times: Sequence[float], wanted_ms: float = DEFAULT_KEEPALIVE_M
         return wanted_ms if cadence is None else cadence
     periods = math.ceil(wanted_ms / cadence - 1e-9)
     return periods * cadence - cadence / 2  # half a period of slack for timestamp jitter
+
+
+GRID_CADENCE = 0.75
+"""A source sampled at most this many ticks apart (median) keeps its keepalives on the tick
+grid: with a quarter of a tick to spare for timestamp jitter, a sample lands in every tick's
+window (15 Hz and faster)."""
+
+
+def keepalive_grid(times: Sequence[float]) -> float | None:
+    """`CommandRules.tick_ms` for a source sampled at `times`: the tick when a sample lands in
+    every tick's window (`GRID_CADENCE`), so a keepalive can go out in the window of the tick
+    it is due at; else None (a slower source's keepalive goes to its next sample)."""
+    cadence = record_cadence_ms(times)
+    return float(TICK_MS) if cadence is not None and cadence <= GRID_CADENCE * TICK_MS else None
 
 
 @dataclass
