@@ -16,6 +16,7 @@ from rovertrain.importers.commands import (
     ControlSample,
     command_line,
     extract_commands,
+    keepalive_due,
     keepalive_for,
     keepalive_grid,
     record_cadence_ms,
@@ -129,6 +130,7 @@ def test_a_source_sampled_within_a_tick_keeps_its_keepalives_on_the_tick_grid() 
     # 1100's mark), not at 1550, which would share its tick's bin with the tick before.
     rows = [(t, 0.1, 0.5) for t in range(1050, 2700, 50)]
     assert [t for t, _ in kinds(rows, on_ticks)] == [1050, 1600, 2100, 2600]
+    assert keepalive_due(0.0, -math.inf, on_ticks)  # nothing sent yet: no grid to keep
 
 
 @settings(max_examples=60, deadline=None)

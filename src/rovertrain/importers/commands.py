@@ -75,7 +75,7 @@ def keepalive_due(t: float, last_sent: float, rules: CommandRules) -> bool:
     later instead lands half the time in the bin of the tick before: on a 20 Hz tub, a
     command 450 ms old (a keepalive due in the window) and one 400 ms old (none) shared bin
     4, and the model fired at both (docs/learning.md, "When a re-send is due")."""
-    if rules.tick_ms is None:
+    if rules.tick_ms is None or not math.isfinite(last_sent):
         return t - last_sent >= rules.keepalive_ms
     tick = rules.tick_ms
     whole = max(1, math.floor(rules.keepalive_ms / tick + 0.5)) * tick
