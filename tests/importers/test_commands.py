@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -145,11 +146,12 @@ def test_a_keepalive_is_due_exactly_where_the_state_shows_its_bin(
 ) -> None:
     """The property `keepalive_due` is for: on an imported drive held still, the state's
     bin of the last drive is K (the keepalive in whole ticks) at exactly the ticks whose
-    window holds a keepalive, whatever the source's rate, phase and timestamp jitter."""
-    # Stamps in whole microseconds, as sources give them (1000 / 30 ms in floating point
-    # would put commands a rounding error from a tick, in either bin).
+    window holds a keepalive, whatever the source's rate, phase and timestamp jitter, with
+    the command times as the log holds them (`command_line`)."""
+    # Stamps as LeRobot gives them: float32 seconds, so rarely a whole number of ms.
     times = [
-        round(phase + index * cadence + (jitter if index % 3 == 1 else 0.0), 3)
+        float(np.float32((phase + index * cadence + (jitter if index % 3 == 1 else 0.0)) / 1000))
+        * 1000.0
         for index in range(300)
     ]
     rules = CommandRules(
@@ -157,14 +159,15 @@ def test_a_keepalive_is_due_exactly_where_the_state_shows_its_bin(
         motion=("throttle",),
         tick_ms=keepalive_grid(times),
     )
-    commands = extract_commands(
+    extracted = extract_commands(
         [ControlSample(t, {"angle": 0.1, "throttle": 0.5}) for t in times], rules
     )
+    commands = [replace(command, t=command_line(command)["t"]) for command in extracted]
     first = (math.floor(commands[0].t / 100) + 1) * 100  # the first tick after the first drive
     ticks = np.arange(first, times[-1] - 100, 100, dtype=np.int64)
     labels = label_windows(ticks, commands, SCHEMA)
     bins = labels.states.reshape(len(ticks), SLOTS, -1)[:, DRIVE, FIRST_BIN:].argmax(axis=1)
-    whole = max(1, math.floor(rules.keepalive_ms / 100 + 0.5))
+    whole = int(wanted // 100)  # 450 ms: 4 ticks, the keepalive less its slack, 425-450
     fired = labels.fires[:, DRIVE].astype(bool)
     assert fired.any()
     assert (bins[fired] == whole).all() and (bins[~fired] != whole).all()

@@ -11,7 +11,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rovertrain.contracts.command_schema import HUMAN
 from rovertrain.contracts.observation import TICK_MS
@@ -25,6 +25,9 @@ DEFAULT_TOLERANCE = 0.05
 """A value must move by more than this (on the [-1, 1] scale) to send a new `drive`."""
 DEFAULT_KEEPALIVE_MS = 500.0
 """While moving, a `drive` at least this often (rovertrain's own rovers send one every 500 ms)."""
+TIME_DECIMALS = 3
+"""A command's time in the log, ms to this many decimals; `extract_commands` decides on the
+times as the log will hold them (a keepalive's tick mark depends on the last command's)."""
 ZERO = 0.01
 """|value| at or below this is at rest (a joystick's dead zone)."""
 
@@ -68,19 +71,20 @@ def keepalive_due(t: float, last_sent: float, rules: CommandRules) -> bool:
     """Whether a keepalive is due at a sample at `t` after a command sent at `last_sent`.
 
     On a tick grid (`rules.tick_ms`) it is due from the first tick mark a whole number of
-    ticks (the keepalive, rounded to whole ticks, at least one) after the last command. The
+    ticks K (the keepalive in whole ticks, at least one) after the last command. The
     training window of the tick at that mark holds the keepalive, and the state there shows
-    the last command in bin K (K ticks of keepalive); the tick before shows bin K - 1 with
-    nothing due, whatever the phase of the last command. A keepalive exactly `keepalive_ms`
-    later instead lands half the time in the bin of the tick before: on a 20 Hz tub, a
-    command 450 ms old (a keepalive due in the window) and one 400 ms old (none) shared bin
-    4, and the model fired at both (docs/learning.md, "When a re-send is due")."""
+    the last command in bin K; the tick before shows bin K - 1 with nothing due, whatever
+    the phase of the last command. A keepalive exactly `keepalive_ms` after a command on a
+    source's own grid can fall in either of two ticks' windows that show the same bin, one
+    with it and one without (docs/learning.md, "When a re-send is due")."""
     if rules.tick_ms is None or not math.isfinite(last_sent):
         return t - last_sent >= rules.keepalive_ms
     tick = rules.tick_ms
-    whole = max(1, math.floor(rules.keepalive_ms / tick + 0.5)) * tick
+    # `keepalive_for` leaves up to half a sample period of slack under the wanted keepalive:
+    # 475 ms on a 20 Hz tub is 5 ticks, as 500 is.
+    whole = max(1, math.ceil(rules.keepalive_ms / tick - 0.5)) * tick
     mark = math.ceil((last_sent + whole) / tick) * tick
-    if mark - last_sent < whole:  # the sum rounded down: 900.0000000000001 + 300 == 1200.0
+    if mark - last_sent < whole:  # float addition can land the mark short of a whole keepalive
         mark += tick
     return t >= mark
 
@@ -107,8 +111,9 @@ def extract_commands(
     - the rover starts at rest; the first sample that moves it sends `drive`;
     - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one
       sent by more than `tolerance`, when the sender changes (a person taking over from a
-      policy), and at least every `keepalive_ms` (at the first sample at or after it; on a
-      tick grid, `rules.tick_ms`, at the first at or after the tick mark `keepalive_due` says);
+      policy), and as a keepalive (at the first sample `keepalive_ms` or more after the last
+      command; on a tick grid, `rules.tick_ms`, at the first at or after the tick mark
+      `keepalive_due` names, so 500-600 ms apart for the default 500);
     - when the motion values return to rest, one `stop` is sent (with `stop_keepalive`, again
       every `keepalive_ms` while samples at rest keep coming, and at once when another sender
       sends them); controls that change while at rest (steering a parked car) send nothing;
@@ -130,7 +135,8 @@ def extract_commands(
             return last_seen + silence
         return None
 
-    for sample in samples:
+    for raw in samples:
+        sample = replace(raw, t=round(raw.t, TIME_DECIMALS))  # as the log will hold it
         if (silent := fell_silent(sample.t)) is not None:
             commands.append(Command(silent, STOP, by=sender))
             moving, stopped, sent, last_sent = False, True, {}, silent
@@ -208,7 +214,7 @@ class Dropped:
 
 def command_line(command: Command) -> CommandLine:
     """One command-log line (format v1)."""
-    line: CommandLine = {"t": round(command.t, 3), "type": command.type}
+    line: CommandLine = {"t": round(command.t, TIME_DECIMALS), "type": command.type}
     if command.values:
         line["values"] = {name: round(value, 6) for name, value in command.values.items()}
     if command.by != HUMAN:
