@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-
-import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from rovertrain.contracts.command_schema import SLOTS
-from rovertrain.data.windows import label_windows
 from rovertrain.importers.commands import (
-    COMMAND_ROLES,
     CommandRules,
     ControlSample,
     command_line,
     extract_commands,
-    keepalive_due,
     keepalive_for,
-    keepalive_grid,
     record_cadence_ms,
 )
-from rovertrain.runtime.state import FIRST_BIN
 
 RULES = CommandRules(tolerance=0.05, keepalive_ms=475, motion=("throttle",))
-SCHEMA = [
-    {"type": "stop", "values": [], "role": COMMAND_ROLES["stop"]},
-    {"type": "drive", "values": ["angle", "throttle"], "role": COMMAND_ROLES["drive"]},
-]
-DRIVE = 1
 
 
 def samples(rows: list[tuple[float, float, float]]) -> list[ControlSample]:
@@ -117,57 +99,3 @@ def test_command_lines_follow_the_format() -> None:
         "values": {"angle": 0.1, "throttle": 0.5},
     }
     assert command_line(commands[1]) == {"t": 20, "type": "stop"}
-
-
-def test_a_source_sampled_within_a_tick_keeps_its_keepalives_on_the_tick_grid() -> None:
-    assert keepalive_grid([i * 50.0 for i in range(40)]) == 100.0
-    assert keepalive_grid([i * 1000 / 30 for i in range(40)]) == 100.0
-    assert keepalive_grid([i * 1000 / 15 for i in range(40)]) == 100.0
-    assert keepalive_grid([i * 99.0 for i in range(40)]) is None  # jitter would skip a tick
-    assert keepalive_grid([0.0, 200.0, 400.0]) is None  # 5 Hz: not a sample in every tick
-    assert keepalive_grid([]) is None
-    on_ticks = CommandRules(keepalive_ms=475, motion=("throttle",), tick_ms=100.0)
-    # A drive at 1050 on a 20 Hz tub: the keepalive goes out at 1600 (5 whole ticks on from
-    # 1100's mark), not at 1550, which would share its tick's bin with the tick before.
-    rows = [(t, 0.1, 0.5) for t in range(1050, 2700, 50)]
-    assert [t for t, _ in kinds(rows, on_ticks)] == [1050, 1600, 2100, 2600]
-    assert keepalive_due(0.0, -math.inf, on_ticks)  # nothing sent yet: no grid to keep
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.sampled_from([20.0, 1000 / 30, 45.0, 50.0, 1000 / 15]),
-    st.floats(0, 99, allow_nan=False),
-    st.sampled_from([300.0, 450.0, 500.0, 700.0]),
-    st.floats(0, 20, allow_nan=False),
-)
-def test_a_keepalive_is_due_exactly_where_the_state_shows_its_bin(
-    cadence: float, phase: float, wanted: float, jitter: float
-) -> None:
-    """The property `keepalive_due` is for: on an imported drive held still, the state's
-    bin of the last drive is K (the keepalive in whole ticks) at exactly the ticks whose
-    window holds a keepalive, whatever the source's rate, phase and timestamp jitter, with
-    the command times as the log holds them (`command_line`)."""
-    # Stamps as LeRobot gives them: float32 seconds, so rarely a whole number of ms.
-    times = [
-        float(np.float32((phase + index * cadence + (jitter if index % 3 == 1 else 0.0)) / 1000))
-        * 1000.0
-        for index in range(300)
-    ]
-    rules = CommandRules(
-        keepalive_ms=keepalive_for(times, wanted),
-        motion=("throttle",),
-        tick_ms=keepalive_grid(times),
-    )
-    extracted = extract_commands(
-        [ControlSample(t, {"angle": 0.1, "throttle": 0.5}) for t in times], rules
-    )
-    commands = [replace(command, t=command_line(command)["t"]) for command in extracted]
-    first = (math.floor(commands[0].t / 100) + 1) * 100  # the first tick after the first drive
-    ticks = np.arange(first, times[-1] - 100, 100, dtype=np.int64)
-    labels = label_windows(ticks, commands, SCHEMA)
-    bins = labels.states.reshape(len(ticks), SLOTS, -1)[:, DRIVE, FIRST_BIN:].argmax(axis=1)
-    whole = int(wanted // 100)  # 450 ms: 4 ticks, the keepalive less its slack, 425-450
-    fired = labels.fires[:, DRIVE].astype(bool)
-    assert fired.any()
-    assert (bins[fired] == whole).all() and (bins[~fired] != whole).all()

@@ -11,10 +11,9 @@ import itertools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from rovertrain.contracts.command_schema import HUMAN
-from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.recording import Command, CommandLine
 
 DRIVE = "drive"
@@ -25,9 +24,6 @@ DEFAULT_TOLERANCE = 0.05
 """A value must move by more than this (on the [-1, 1] scale) to send a new `drive`."""
 DEFAULT_KEEPALIVE_MS = 500.0
 """While moving, a `drive` at least this often (rovertrain's own rovers send one every 500 ms)."""
-TIME_DECIMALS = 3
-"""A command's time in the log, ms to this many decimals; `extract_commands` decides on the
-times as the log will hold them (a keepalive's tick mark depends on the last command's)."""
 ZERO = 0.01
 """|value| at or below this is at rest (a joystick's dead zone)."""
 
@@ -61,32 +57,6 @@ class CommandRules:
     """A stream that falls silent this long while moving has stopped the rover (a ROS base
     controller's command timeout): a `stop` at the last sample plus this. None: sampled
     sources (tubs, data sets) whose silence is the end of the recording."""
-    tick_ms: float | None = None
-    """Keepalives on this grid of the command clock (`keepalive_due`; `keepalive_grid` gives
-    the tick for a source sampled more often than it). None: `keepalive_ms` after the last
-    command, wherever that falls."""
-
-
-def keepalive_due(t: float, last_sent: float, rules: CommandRules) -> bool:
-    """Whether a keepalive is due at a sample at `t` after a command sent at `last_sent`.
-
-    On a tick grid (`rules.tick_ms`) it is due from the first tick mark a whole number of
-    ticks K (the keepalive in whole ticks, at least one) after the last command. The
-    training window of the tick at that mark holds the keepalive, and the state there shows
-    the last command in bin K; the tick before shows bin K - 1 with nothing due, whatever
-    the phase of the last command. A keepalive exactly `keepalive_ms` after a command on a
-    source's own grid can fall in either of two ticks' windows that show the same bin, one
-    with it and one without (docs/learning.md, "When a re-send is due")."""
-    if rules.tick_ms is None or not math.isfinite(last_sent):
-        return t - last_sent >= rules.keepalive_ms
-    tick = rules.tick_ms
-    # `keepalive_for` leaves up to half a sample period of slack under the wanted keepalive:
-    # 475 ms on a 20 Hz tub is 5 ticks, as 500 is.
-    whole = max(1, math.ceil(rules.keepalive_ms / tick - 0.5)) * tick
-    mark = math.ceil((last_sent + whole) / tick) * tick
-    if mark - last_sent < whole:  # float addition can land the mark short of a whole keepalive
-        mark += tick
-    return t >= mark
 
 
 def clip(value: float) -> float:
@@ -111,9 +81,7 @@ def extract_commands(
     - the rover starts at rest; the first sample that moves it sends `drive`;
     - while moving, `drive` (`rules.drive`) is sent when any value differs from the last one
       sent by more than `tolerance`, when the sender changes (a person taking over from a
-      policy), and as a keepalive (at the first sample `keepalive_ms` or more after the last
-      command; on a tick grid, `rules.tick_ms`, at the first at or after the tick mark
-      `keepalive_due` names, so 500-600 ms apart for the default 500);
+      policy), and at least every `keepalive_ms` (at the first sample at or after it);
     - when the motion values return to rest, one `stop` is sent (with `stop_keepalive`, again
       every `keepalive_ms` while samples at rest keep coming, and at once when another sender
       sends them); controls that change while at rest (steering a parked car) send nothing;
@@ -135,15 +103,14 @@ def extract_commands(
             return last_seen + silence
         return None
 
-    for raw in samples:
-        sample = replace(raw, t=round(raw.t, TIME_DECIMALS))  # as the log will hold it
+    for sample in samples:
         if (silent := fell_silent(sample.t)) is not None:
             commands.append(Command(silent, STOP, by=sender))
             moving, stopped, sent, last_sent = False, True, {}, silent
         last_seen = sample.t
         values = {name: clip(value) for name, value in sample.values.items()}
         if _at_rest(values, rules):
-            held = stopped and rules.stop_keepalive and keepalive_due(sample.t, last_sent, rules)
+            held = stopped and rules.stop_keepalive and sample.t - last_sent >= rules.keepalive_ms
             if moving or held or (stopped and sample.by != sender):
                 commands.append(Command(sample.t, STOP, by=sample.by))
                 moving, stopped, sent, last_sent = False, True, {}, sample.t
@@ -153,7 +120,7 @@ def extract_commands(
             not moving
             or sample.by != sender
             or _changed(sent, values, rules.tolerance)
-            or keepalive_due(sample.t, last_sent, rules)
+            or sample.t - last_sent >= rules.keepalive_ms
         ):
             commands.append(Command(sample.t, rules.drive, values, sample.by))
             moving, stopped, sent, last_sent = True, False, values, sample.t
@@ -180,20 +147,6 @@ def keepalive_for(times: Sequence[float], wanted_ms: float = DEFAULT_KEEPALIVE_M
     return periods * cadence - cadence / 2  # half a period of slack for timestamp jitter
 
 
-GRID_CADENCE = 0.75
-"""A source sampled at most this many ticks apart (median) keeps its keepalives on the tick
-grid: with a quarter of a tick to spare for timestamp jitter, a sample lands in every tick's
-window (15 Hz and faster)."""
-
-
-def keepalive_grid(times: Sequence[float]) -> float | None:
-    """`CommandRules.tick_ms` for a source sampled at `times`: the tick when a sample lands in
-    every tick's window (`GRID_CADENCE`), so a keepalive can go out in the window of the tick
-    it is due at; else None (a slower source's keepalive goes to its next sample)."""
-    cadence = record_cadence_ms(times)
-    return float(TICK_MS) if cadence is not None and cadence <= GRID_CADENCE * TICK_MS else None
-
-
 @dataclass
 class Dropped:
     """Counts of what an import left out, by reason (records, frames or lines)."""
@@ -214,7 +167,7 @@ class Dropped:
 
 def command_line(command: Command) -> CommandLine:
     """One command-log line (format v1)."""
-    line: CommandLine = {"t": round(command.t, TIME_DECIMALS), "type": command.type}
+    line: CommandLine = {"t": round(command.t, 3), "type": command.type}
     if command.values:
         line["values"] = {name: round(value, 6) for name, value in command.values.items()}
     if command.by != HUMAN:

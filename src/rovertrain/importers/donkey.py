@@ -22,7 +22,6 @@ from rovertrain.importers.commands import (
     Dropped,
     extract_commands,
     keepalive_for,
-    keepalive_grid,
 )
 from rovertrain.importers.donkey_format import (
     BadTub,
@@ -195,9 +194,7 @@ def samples(records: list[TubRecord], start_ms: float) -> list[ControlSample]:
 
 def command_rules(records: list[TubRecord], tolerance: float, keepalive_ms: float) -> CommandRules:
     times = [record.timestamp_ms for record in records]
-    return CommandRules(
-        tolerance, keepalive_for(times, keepalive_ms), MOTION, tick_ms=keepalive_grid(times)
-    )
+    return CommandRules(tolerance, keepalive_for(times, keepalive_ms), MOTION)
 
 
 class JpegDecoder:

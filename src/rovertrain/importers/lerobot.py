@@ -28,7 +28,6 @@ from rovertrain.importers.commands import (
     ControlSample,
     extract_commands,
     keepalive_for,
-    keepalive_grid,
 )
 from rovertrain.importers.identity import derive_session_id, slug
 from rovertrain.importers.report import Imported, ImportRun, Rejected
@@ -280,20 +279,6 @@ def import_dataset(dataset: Path, options: LerobotOptions, run: ImportRun) -> No
             run.skipped(Rejected(source, fallback_id, error.code, error.reason))
 
 
-def command_rules(
-    samples: list[ControlSample], action_map: ActionMap, options: LerobotOptions
-) -> CommandRules:
-    """The rules an episode's commands are extracted by: its own cadence's keepalive."""
-    times = [sample.t for sample in samples]
-    return CommandRules(
-        options.tolerance,
-        keepalive_for(times, options.keepalive_ms),
-        action_map.motion,
-        drive=action_map.command,
-        tick_ms=keepalive_grid(times),
-    )
-
-
 def import_episode(
     dataset: Path,
     info: Info,
@@ -314,7 +299,10 @@ def import_episode(
             dropped["invalid_action"] = dropped.get("invalid_action", 0) + 1
             continue
         samples.append(ControlSample(stamp * 1000.0, action_map.apply(action)))
-    commands = extract_commands(samples, command_rules(samples, action_map, options))
+    times = [sample.t for sample in samples]
+    keepalive = keepalive_for(times, options.keepalive_ms)
+    rules = CommandRules(options.tolerance, keepalive, action_map.motion, drive=action_map.command)
+    commands = extract_commands(samples, rules)
     label = f"{info.robot_type or 'lerobot'}-ep{episode.index}"
     session_id = derive_session_id("lerobot", label, [episode_identity(info, episode, frames)])
     target = Layout(options.root).recording_dir(session_id)

@@ -23,13 +23,7 @@ from rovertrain.contracts.command_schema import POLICY
 from rovertrain.contracts.errors import ErrorCode, RovertrainError, SkipSession
 from rovertrain.contracts.strict_json import BadJson, parse_json
 from rovertrain.data.recording import Command, driving_model, read_small
-from rovertrain.importers.commands import (
-    CommandRules,
-    Dropped,
-    extract_commands,
-    keepalive_for,
-    keepalive_grid,
-)
+from rovertrain.importers.commands import CommandRules, Dropped, extract_commands, keepalive_for
 from rovertrain.importers.identity import derive_session_id, slug
 from rovertrain.importers.report import Imported, ImportRun, Rejected
 from rovertrain.importers.rosbag_images import CompressedDecoder, raw_frame
@@ -182,13 +176,11 @@ def plan_bag(
     for number, (start, end) in enumerate(parts, 1):
         first, last = times[start], times[end - 1]
         chosen = part_samples(samples, first, last)
-        sampled = [sample.t for sample in chosen]
         rules = CommandRules(
             options.tolerance,
-            keepalive_for(sampled, options.keepalive_ms),
+            keepalive_for([sample.t for sample in chosen], options.keepalive_ms),
             _motion(resolved),
             silence_ms=bag_map.silence_ms,
-            tick_ms=keepalive_grid(sampled),
         )
         plans.append(
             Part(
