@@ -45,10 +45,10 @@ def renderers() -> list[RoadRenderer | AisleRenderer]:
 def test_a_corner_ahead_bends_the_far_rows_and_leaves_the_near_ones(
     renderer: RoadRenderer | AisleRenderer,
 ) -> None:
-    """A corner 12 m ahead: the ground rows nearer than 6 m are drawn as on a straight track,
-    and the rows beyond 14 m bend (between them, rows take the curvature at the far end of
-    their block of 8) (the pictures once bent every row by one curvature 4 m
-    ahead, so such a corner did not show until the rover was nearly in it)."""
+    """A corner 12 m ahead: the ground rows nearer than 6 m are drawn as on a straight track
+    and the rows beyond 14 m bend; between them a row takes the curvature at the far end of
+    its block of 8. The warehouse once bent every row by one curvature 4 m ahead, so such a
+    corner did not show until the rover was nearly in it."""
     straight = world(STRAIGHT, renderer).render()
     corner = world(CORNER, renderer).render()
     depth = ground_depth(renderer)

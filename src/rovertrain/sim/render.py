@@ -24,10 +24,11 @@ FOCAL = 160.0
 def curvature_along(world: World, depth: np.ndarray) -> np.ndarray:
     """The track's curvature at each row's depth ahead (`depth`: metres per row), as a column.
 
-    A camera shows a bend where it is: a corner 10 m ahead bends only the rows beyond 10 m,
+    A camera shows a bend where it is: a corner 10 m ahead bends the rows from about 10 m on,
     so a driver sees it coming, as the scripted person, who reads the curvature 3 m ahead,
-    does. Sampled every 8 rows and held over them: a frame costs 30 `curvature` calls, not
-    one per row."""
+    does. Sampled at the first (farthest) row of every 8 and held over them: one `curvature`
+    call per 8 rows. In float64, as the road's recorded pictures were drawn; the aisle casts
+    it to float32 (`AisleRenderer._centre`)."""
     pose, curvature = world.pose, world.track.curvature
     ahead = np.array([curvature(pose.s + d) for d in depth[::8]])
     return np.repeat(ahead, 8)[: len(depth)][:, None]
