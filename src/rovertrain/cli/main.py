@@ -472,6 +472,12 @@ def export(stream: EventStream, /, checkpoint: str, out: str, **rules: float | N
 @click.argument("session_id", metavar="SESSION")
 @click.option("--out", "out", type=click.Path(), help="Folder for timeline.png and overlay.mp4.")
 @click.option("--blind", is_flag=True, help="Grey frames instead of the camera (and compare).")
+@click.option(
+    "--own-history",
+    is_flag=True,
+    help="Feed the policy its own commands, not the person's, as on a rover it drives "
+    "(frames stay the recording's); the summary says where each rover moved and stood.",
+)
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option(
     "--progress/--no-progress",
@@ -486,6 +492,7 @@ def replay(
     session_id: str,
     out: str | None,
     blind: bool,
+    own_history: bool,
     threads: int,
     progress: bool | None,
 ) -> int:
@@ -495,7 +502,9 @@ def replay(
     from rovertrain.protocol.console import stderr_is_terminal
 
     show = stderr_is_terminal() if progress is None else progress
-    return replay_session(checkpoint, root, session_id, out, blind, threads, show, stream)
+    return replay_session(
+        checkpoint, root, session_id, out, blind, threads, show, stream, own_history
+    )
 
 
 @cli.command()

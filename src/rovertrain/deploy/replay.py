@@ -9,6 +9,9 @@ sums it up per command type with the same metrics as the job's held-out evaluati
 CHECKPOINT is an exported folder (onnxruntime) or a checkpoint folder (torch, same runtime
 code around it). `--blind` replaces every frame with a constant grey picture and also runs
 the sighted model, so the summary shows how much of the result came from the camera.
+`--own-history`: the policy's own commands (`decision.send`) are fed back instead of the
+person's, as on a rover it drives; the frames stay the recording's, and the summary's
+`ownHistory` compares where each rover moved and stood (`own_history`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.contracts.json_types import JsonObject
 from rovertrain.contracts.observation import BLIND_GREY, STALE_FRAME_MS, TICK_MS
 from rovertrain.data.recording import Command, Recording, load_recording, read_command_log
+from rovertrain.deploy.own_history import own_history_figures, sent_roles
 from rovertrain.deploy.replay_figures import replay_figures
 from rovertrain.deploy.replay_trace import HumanLabels, HumanWindows, ReplayTrace
 from rovertrain.protocol.events import EventStream
@@ -233,11 +237,14 @@ class SessionReplay:
     stream: EventStream
     overlay: OverlayWriter | None
     trace: ReplayTrace
+    sent: list[tuple[float, str]] | None = None  # --own-history: what the policy sent
 
     def tick(self, item: TickFrame, frame: np.ndarray) -> None:
         """`frame`: what the model sees (the camera's, or grey with --blind)."""
         policy = self.loaded.policy
         decision = decide(policy, item, frame)
+        if self.sent is not None:
+            self.send(decision, item.tick)
         row = self.human.row(item.tick)
         sent = self.human.gather(np.asarray([row]))
         # The windows training would use: a fresh frame, no unsupported command, and a
@@ -260,6 +267,17 @@ class SessionReplay:
         self.trace.add(item.tick, probability, values, usable, row)
         if self.overlay is not None:
             self.overlay.add(item.rgb, item.rotation, decision, sent.fires[0], sent.values[0])
+
+    def send(self, decision: Decision, tick: int) -> None:
+        """--own-history: what the rover would send now goes back into the policy, as on a
+        rover it drives (the same rule as `drive`'s)."""
+        from rovertrain.sim.drivers import commands_from_decision
+
+        policy = self.loaded.policy
+        for command in commands_from_decision(tick, policy.schema, decision.send, decision.values):
+            policy.observe_command(command.t, command.type, command.values)
+            assert self.sent is not None
+            self.sent.append((command.t, command.type))
 
 
 def open_overlay(out: str | None, loaded: LoadedPolicy) -> OverlayWriter | None:
@@ -296,8 +314,13 @@ def replay_session(
     threads: int,
     progress: bool,
     stream: EventStream,
+    own_history: bool = False,
 ) -> int:
     started = time.monotonic()
+    if blind and own_history:
+        raise RovertrainError(
+            "usage", "--blind and --own-history replay in different ways: choose one."
+        )
 
     # 1. The model; with --blind the same model a second time, to run on the camera.
     loaded = load_policy(checkpoint)
@@ -311,7 +334,10 @@ def replay_session(
     # 3. Tick by tick: commands up to the tick, then the frame; a `prediction` per tick.
     overlay = open_overlay(out, loaded)
     replay = SessionReplay(session_id, loaded, sighted, human, stream, overlay, ReplayTrace())
-    feed = CommandFeed(commands, [policy] if sighted is None else [policy, sighted])
+    fed = [] if own_history else [policy] if sighted is None else [policy, sighted]
+    if own_history:
+        replay.sent = []
+    feed = CommandFeed(commands, fed)
     grey = GreyFrames() if blind else None
     view = ReplayProgress(session_id, progress)
     try:
@@ -326,7 +352,13 @@ def replay_session(
     view.finish(ticks)
 
     # 4. The figures over the usable windows, the pictures, the summary event.
-    figures = replay_figures(replay.trace.arrays(), human, policy.schema, policy.threshold)
+    arrays = replay.trace.arrays()
+    figures = replay_figures(arrays, human, policy.schema, policy.threshold)
+    own: dict[str, object] = {}
+    if replay.sent is not None:
+        person = sent_roles([(c.t, c.type) for c in commands], policy.roles)
+        mine = sent_roles(replay.sent, policy.roles)
+        own = {"ownHistory": own_history_figures(arrays.ticks, person, mine, TICK_MS).to_json()}
     files = finish_files(replay, overlay)
     elapsed = time.monotonic() - started
     stream.emit(
@@ -335,6 +367,7 @@ def replay_session(
         model=loaded.model_fields(),
         ticks=ticks,
         blind=blind,
+        **own,
         unknownCommands=policy.unknown_commands,
         files=files,
         elapsedSeconds=round(elapsed, 3),
