@@ -73,7 +73,10 @@ demo: install
 	  $(BIN)/rovertrain replay $(DEMO_ROOT)/policy $(DEMO_ROOT) "$$session" --out $(DEMO_ROOT)/replay \
 	    > $(DEMO_ROOT)/replay.ndjson && \
 	  $(BIN)/python -m rovertrain.cli.summary --replay $(DEMO_ROOT)/replay.ndjson && \
-	  echo "model exported to $(DEMO_ROOT)/policy; replay of held-out $$session in $(DEMO_ROOT)/replay/ (timeline.png, overlay.mp4)"
+	  echo "model exported to $(DEMO_ROOT)/policy; replay of held-out $$session in $(DEMO_ROOT)/replay/ (timeline.png, overlay.mp4)" && \
+	  $(BIN)/rovertrain replay $(DEMO_ROOT)/policy $(DEMO_ROOT) "$$session" --own-history \
+	    > $(DEMO_ROOT)/replay-own.ndjson && \
+	  $(BIN)/python -m rovertrain.cli.summary --replay $(DEMO_ROOT)/replay-own.ndjson
 	$(BIN)/rovertrain drive $(DEMO_ROOT)/policy --world road --seeds 3 --seconds 60 --out $(DEMO_ROOT)/drive \
 	  > $(DEMO_ROOT)/drive.ndjson 2> $(DEMO_ROOT)/drive.log && \
 	  $(BIN)/python -m rovertrain.cli.summary --drive $(DEMO_ROOT)/drive.ndjson && \

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rovertrain.cli.summary import drive_lines, job_lines
+from rovertrain.cli.summary import drive_lines, job_lines, own_history_line
 
 
 def _controller(in_lane: float, met: int, stopped: int) -> dict:
@@ -75,3 +75,20 @@ def test_the_store_in_words() -> None:
         "  store: 2 new, 80 read, 820 stored and not read this time, 3072 MiB, frames of 5 "
         "oldest dropped for the budget"
     )
+
+
+def test_own_history_line_says_where_the_policys_rover_stood() -> None:
+    own = {
+        "personRests": 3,
+        "restsMatched": 0,
+        "extraRests": 1,
+        "matchWindowMs": 2000,
+        "movedWhilePersonStood": 0.075,
+        "stoodWhilePersonMoved": 0.021,
+        "commandRateRatio": 1.4,
+    }
+    line = own_history_line(own)
+    assert "came to rest for 0 of the person's 3 rests" in line
+    assert "moved while the person stood 7.5%" in line and "1.40x the person's commands" in line
+    never = own_history_line({**own, "personRests": 0, "commandRateRatio": None})
+    assert "the person's rover never came to rest" in never and "x the person's" not in never

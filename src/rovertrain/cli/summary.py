@@ -132,7 +132,28 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append(f"  stops: {stops['onsets']} human stops, none matched")
+    own = event.get("ownHistory")
+    if own is not None:
+        lines.append(own_history_line(own))
     return lines
+
+
+def own_history_line(own: dict[str, Any]) -> str:
+    """`replay --own-history`: where the policy's rover stood against the person's."""
+    rests = (
+        f"came to rest for {own['restsMatched']} of the person's {own['personRests']} rests "
+        f"(within ±{own['matchWindowMs']} ms)"
+        if own["personRests"]
+        else "the person's rover never came to rest"
+    )
+    ratio = own["commandRateRatio"]
+    return (
+        f"  fed its own commands: {rests}, "
+        f"{own['extraRests']} rests of its own; moved while the person stood "
+        f"{own['movedWhilePersonStood']:.1%} of the ticks, stood while the person moved "
+        f"{own['stoodWhilePersonMoved']:.1%}"
+        + (f"; {ratio:.2f}x the person's commands" if ratio is not None else "")
+    )
 
 
 def drive_lines(event: dict[str, Any]) -> list[str]:
