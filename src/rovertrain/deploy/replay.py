@@ -36,6 +36,7 @@ from rovertrain.deploy.replay_trace import HumanLabels, HumanWindows, ReplayTrac
 from rovertrain.protocol.events import EventStream
 from rovertrain.protocol.progress import ProgressLine
 from rovertrain.runtime.policy import MANIFEST_FILE, Decision, PolicyFileError, RoverPolicy
+from rovertrain.sim.drivers import commands_from_decision
 from rovertrain.video.decode_protocol import DecodeLimits
 
 if TYPE_CHECKING:
@@ -271,13 +272,11 @@ class SessionReplay:
     def send(self, decision: Decision, tick: int) -> None:
         """--own-history: what the rover would send now goes back into the policy, as on a
         rover it drives (the same rule as `drive`'s)."""
-        from rovertrain.sim.drivers import commands_from_decision
-
-        policy = self.loaded.policy
+        policy, sent = self.loaded.policy, self.sent
+        assert sent is not None
         for command in commands_from_decision(tick, policy.schema, decision.send, decision.values):
             policy.observe_command(command.t, command.type, command.values)
-            assert self.sent is not None
-            self.sent.append((command.t, command.type))
+            sent.append((command.t, command.type))
 
 
 def open_overlay(out: str | None, loaded: LoadedPolicy) -> OverlayWriter | None:
