@@ -89,6 +89,9 @@ def test_own_history_line_says_where_the_policys_rover_stood() -> None:
     }
     line = own_history_line(own)
     assert "came to rest for 0 of the person's 3 rests" in line
-    assert "moved while the person stood 7.5%" in line and "1.40x the person's commands" in line
+    assert "moved while the person's stood on 7.5% of the ticks" in line
+    assert "1.40x the person's commands" in line
     never = own_history_line({**own, "personRests": 0, "commandRateRatio": None})
     assert "the person's rover never came to rest" in never and "x the person's" not in never
+    empty = {**own, "movedWhilePersonStood": None, "stoodWhilePersonMoved": None}
+    assert "ticks" not in own_history_line(empty)  # a recording with no tick to judge

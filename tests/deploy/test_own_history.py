@@ -9,26 +9,28 @@ from hypothesis import strategies as st
 from rovertrain.deploy.own_history import (
     MOVEMENT,
     STOP,
-    Sent,
+    CommandRole,
+    matched_rests,
     moving_at,
     own_history_figures,
     rest_onsets,
 )
+from rovertrain.deploy.replay_figures import STOP_MATCH_MS
 
 TICKS = np.arange(0, 10_000, 100)
 
 
-def drive(t: float) -> Sent:
-    return Sent(t, MOVEMENT)
+def drive(t: float) -> CommandRole:
+    return CommandRole(t, MOVEMENT)
 
 
-def stop(t: float) -> Sent:
-    return Sent(t, STOP)
+def stop(t: float) -> CommandRole:
+    return CommandRole(t, STOP)
 
 
 def test_a_rover_moves_from_the_tick_after_its_movement_command_until_a_stop() -> None:
     moving = moving_at(
-        [drive(50), Sent(120, "other"), stop(300), drive(300.5)],
+        [drive(50), CommandRole(120, "other"), stop(300), drive(300.5)],
         np.asarray([0, 50, 100, 200, 300, 400]),
     )
     # Strictly before the tick: the drive at 50 moves the rover from tick 100; the stop at 300
@@ -54,36 +56,102 @@ def test_a_policy_that_never_stops_matches_none_of_the_persons_rests() -> None:
     assert figures["stoodWhilePersonMoved"] == 0.0  # at tick 0 both stand: nothing sent yet
 
 
-def test_rests_match_within_two_seconds_once_each() -> None:
+def test_rests_pair_within_two_seconds_once_each_as_many_as_can() -> None:
     person = [drive(0), stop(2000), drive(2500), stop(3000), drive(6000)]
     policy = [drive(0), stop(2600), drive(4000), stop(9000)]
     figures = own_history_figures(TICKS, person, policy, 100).to_json()
-    # The policy's one rest (2.7 s) is within 2 s of both of the person's (2.1 s and 3.1 s)
-    # and counts for the first only; its rest at 9.1 s is no person's.
+    # The policy's rest at 2.7 s is within 2 s of both of the person's (2.1 s and 3.1 s) and
+    # pairs with the first only; its rest at 9.1 s is no person's.
     assert figures["personRests"] == 2 and figures["restsMatched"] == 1
     assert figures["medianRestOffsetMs"] == 600.0
     assert figures["extraRests"] == 1
     assert figures["personCommandsPerSecond"] == 0.5  # 5 commands in 10 s
     assert figures["commandRateRatio"] == 0.8
+    # Taking the nearest rest first would pair 3.0 s with 4.0 s and leave 1.5 s and 4.8 s.
+    assert matched_rests(np.asarray([3000.0, 4800.0]), np.asarray([1500.0, 4000.0])) == [
+        -1500.0,
+        -800.0,
+    ]
+
+
+def test_only_stop_and_movement_commands_within_the_ticks_count() -> None:
+    ticks = np.arange(0, 1000, 100)  # one second: [0, 1000)
+    person = [drive(-50), CommandRole(200, "other"), CommandRole(300, ""), drive(500), stop(1000)]
+    figures = own_history_figures(ticks, person, [drive(0)], 100).to_json()
+    assert figures["personCommandsPerSecond"] == 1.0  # the drive at 500 ms only
+    assert figures["policyCommandsPerSecond"] == 1.0 and figures["commandRateRatio"] == 1.0
+
+
+def test_no_tick_no_figure() -> None:
+    figures = own_history_figures(np.asarray([]), [drive(0)], [], 100).to_json()
+    assert figures["ticks"] == 0 and figures["movingAgreement"] is None
+    assert figures["restRecall"] is None and figures["commandRateRatio"] is None
+
+
+def most_pairs(person: list[float], policy: list[float]) -> int:
+    """The most disjoint pairs within the window, by trying every assignment (small lists)."""
+    if not person:
+        return 0
+    first, rest = person[0], person[1:]
+    best = most_pairs(rest, policy)  # the first person's rest left unpaired
+    for index, onset in enumerate(policy):
+        if abs(onset - first) <= STOP_MATCH_MS:
+            best = max(best, 1 + most_pairs(rest, policy[:index] + policy[index + 1 :]))
+    return best
 
 
 @given(
-    st.lists(st.tuples(st.integers(0, 9_999), st.booleans()), max_size=40),
-    st.lists(st.tuples(st.integers(0, 9_999), st.booleans()), max_size=40),
+    st.lists(st.integers(0, 200), max_size=6, unique=True),
+    st.lists(st.integers(0, 200), max_size=6, unique=True),
 )
-def test_the_shares_add_up_and_a_policy_sending_as_the_person_agrees(
-    person_sends: list[tuple[int, bool]], policy_sends: list[tuple[int, bool]]
+def test_rest_pairing_finds_as_many_pairs_as_any_assignment(
+    person_ticks: list[int], policy_ticks: list[int]
 ) -> None:
-    person = [drive(t) if moves else stop(t) for t, moves in person_sends]
-    policy = [drive(t) if moves else stop(t) for t, moves in policy_sends]
-    figures = own_history_figures(TICKS, person, policy, 100)
-    shares = (
-        figures.moving_agreement,
-        figures.stood_while_person_moved,
-        figures.moved_while_person_stood,
+    person = sorted(100.0 * tick for tick in person_ticks)
+    policy = sorted(100.0 * tick for tick in policy_ticks)
+    pairs = matched_rests(np.asarray(person), np.asarray(policy))
+    assert len(pairs) == most_pairs(person, policy)
+    assert all(abs(offset) <= STOP_MATCH_MS for offset in pairs)
+
+
+@given(st.lists(st.tuples(st.integers(0, 9_999), st.booleans()), max_size=40))
+def test_a_policy_sending_what_the_person_sent_agrees_everywhere(
+    sends: list[tuple[int, bool]],
+) -> None:
+    person = [drive(t) if moves else stop(t) for t, moves in sends]
+    same = own_history_figures(TICKS, person, person, 100).to_json()
+    assert same["movingAgreement"] == 1.0 and same["extraRests"] == 0
+    assert same["restsMatched"] == same["personRests"]
+    assert same["medianRestOffsetMs"] in (None, 0.0)
+
+
+def test_own_history_feeds_back_what_the_rover_sends_as_the_policys() -> None:
+    from types import SimpleNamespace
+    from typing import Any
+
+    from rovertrain.contracts.command_schema import POLICY
+    from rovertrain.deploy.replay import SessionReplay
+
+    observed: list[tuple[Any, ...]] = []
+    schema = [
+        {"type": "stop", "role": "stop", "values": []},
+        {"type": "drive", "role": "movement", "values": ["speed", "turn"]},
+    ]
+    policy = SimpleNamespace(
+        schema=schema,
+        observe_command=lambda t, kind, values, by: observed.append((t, kind, values, by)),
     )
-    assert abs(sum(share or 0.0 for share in shares) - 1.0) < 1e-9
-    assert 0 <= len(figures.matched) <= figures.person_rests
-    same = own_history_figures(TICKS, person, person, 100)
-    assert same.moving_agreement == 1.0 and same.extra_rests == 0
-    assert len(same.matched) == same.person_rests and set(same.matched) <= {0.0}
+    sent: list[tuple[float, str]] = []
+    loaded: Any = SimpleNamespace(policy=policy)
+    replay = SessionReplay("s", loaded, None, None, None, None, None, sent)  # type: ignore[arg-type]
+    drive_now = SimpleNamespace(
+        send={"stop": False, "drive": True}, values={"drive": {"speed": 0.5, "turn": -0.25}}
+    )
+    replay.send(drive_now, 300)  # type: ignore[arg-type]
+    stop_wins = SimpleNamespace(send={"stop": True, "drive": True}, values=drive_now.values)
+    replay.send(stop_wins, 400)  # type: ignore[arg-type]
+    assert observed == [
+        (300, "drive", {"speed": 0.5, "turn": -0.25}, POLICY),
+        (400, "stop", None, POLICY),
+    ]
+    assert sent == [(300, "drive"), (400, "stop")]

@@ -146,12 +146,20 @@ def own_history_line(own: dict[str, Any]) -> str:
         if own["personRests"]
         else "the person's rover never came to rest"
     )
-    ratio = own["commandRateRatio"]
+    ratio, moved, stood = (
+        own["commandRateRatio"],
+        own["movedWhilePersonStood"],
+        own["stoodWhilePersonMoved"],
+    )
+    shares = (
+        f"; moved while the person's stood on {moved:.1%} of the ticks, stood while it moved "
+        f"on {stood:.1%}"
+        if moved is not None and stood is not None
+        else ""
+    )
     return (
-        f"  fed its own commands: {rests}, "
-        f"{own['extraRests']} rests of its own; moved while the person stood "
-        f"{own['movedWhilePersonStood']:.1%} of the ticks, stood while the person moved "
-        f"{own['stoodWhilePersonMoved']:.1%}"
+        f"  fed its own commands: {rests}, {own['extraRests']} rests of its own"
+        + shares
         + (f"; {ratio:.2f}x the person's commands" if ratio is not None else "")
     )
 

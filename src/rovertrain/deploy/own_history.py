@@ -14,19 +14,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from rovertrain.deploy.replay_figures import STOP_MATCH_MS
+from rovertrain.runtime.state import last_before
+from rovertrain.sim.rollout import ratio
 
 MOVEMENT, STOP = "movement", "stop"
 
 
 @dataclass(frozen=True)
-class Sent:
-    """One stop- or movement-role command (the type's role only matters here)."""
+class CommandRole:
+    """A command's time and its type's role (stop and movement count here; "" unknown)."""
 
     t: float
     role: str
 
 
-def moving_at(sent: Sequence[Sent], ticks: np.ndarray) -> np.ndarray:
+def moving_at(sent: Sequence[CommandRole], ticks: np.ndarray) -> np.ndarray:
     """bool [N]: at each tick, whether the rover executes a movement command: the last stop-
     or movement-role command sent strictly before the tick is a movement (a rover nothing was
     sent to, or whose last such command was a stop, stands). Strictly before, as the state the
@@ -34,7 +36,7 @@ def moving_at(sent: Sequence[Sent], ticks: np.ndarray) -> np.ndarray:
     ordered = sorted((item for item in sent if item.role in (MOVEMENT, STOP)), key=lambda s: s.t)
     times = np.asarray([item.t for item in ordered], dtype=np.float64)
     moving = np.asarray([item.role == MOVEMENT for item in ordered] + [False], dtype=bool)
-    latest = np.searchsorted(times, np.asarray(ticks, dtype=np.float64), side="left") - 1
+    latest = last_before(times, np.asarray(ticks, dtype=np.float64))
     result: np.ndarray = moving[latest]  # index -1 (nothing sent yet) is the trailing False
     return result
 
@@ -47,14 +49,31 @@ def rest_onsets(ticks: np.ndarray, moving: np.ndarray) -> np.ndarray:
     return onsets
 
 
+def matched_rests(person: np.ndarray, policy: np.ndarray) -> list[float]:
+    """Each person's rest paired with one of the policy's rests within `STOP_MATCH_MS`, each
+    rest in one pair at most, as many pairs as there can be; per pair the policy's onset less
+    the person's (ms). Both sorted: each person's rest takes the earliest policy rest not yet
+    taken that is no more than the window before it, if it is within the window after it
+    (with one window width for every rest, earliest-first finds the most pairs)."""
+    pairs: list[float] = []
+    position = 0
+    for onset in person:
+        while position < len(policy) and policy[position] < onset - STOP_MATCH_MS:
+            position += 1
+        if position < len(policy) and policy[position] <= onset + STOP_MATCH_MS:
+            pairs.append(float(policy[position] - onset))
+            position += 1
+    return pairs
+
+
 @dataclass(frozen=True)
 class OwnHistoryFigures:
-    """The `replayed` event's `ownHistory` object (docs/learning.md, "`rovertrain replay`")."""
+    """The `replayed` event's `ownHistory` object (its fields: docs/runtime.md, `replay`)."""
 
     ticks: int
     person_rests: int
-    matched: tuple[float, ...]  # per person's rest matched: policy's rest onset - person's, ms
-    extra_rests: int  # the policy's rover came to rest with no person's rest within 2 s
+    policy_rests: int
+    matched: tuple[float, ...]  # per pair: the policy's rest onset less the person's, ms
     moving_agreement: float | None
     stood_while_person_moved: float | None
     moved_while_person_stood: float | None
@@ -63,70 +82,69 @@ class OwnHistoryFigures:
     seconds: float
 
     def to_json(self) -> dict[str, object]:
-        person_rate = self.person_commands / self.seconds if self.seconds else None
-        policy_rate = self.policy_commands / self.seconds if self.seconds else None
+        seconds = self.seconds or None
+        person_rate = ratio(self.person_commands, seconds)
+        policy_rate = ratio(self.policy_commands, seconds)
         matched = len(self.matched)
         return {
             "ticks": self.ticks,
             "personRests": self.person_rests,
             "restsMatched": matched,
-            "restRecall": matched / self.person_rests if self.person_rests else None,
+            "restRecall": ratio(matched, self.person_rests),
             "medianRestOffsetMs": float(np.median(self.matched)) if self.matched else None,
-            "extraRests": self.extra_rests,
+            "extraRests": self.policy_rests - matched,
             "matchWindowMs": STOP_MATCH_MS,
             "movingAgreement": self.moving_agreement,
             "stoodWhilePersonMoved": self.stood_while_person_moved,
             "movedWhilePersonStood": self.moved_while_person_stood,
             "personCommandsPerSecond": person_rate,
             "policyCommandsPerSecond": policy_rate,
-            "commandRateRatio": (
-                policy_rate / person_rate if person_rate and policy_rate is not None else None
-            ),
+            "commandRateRatio": ratio(policy_rate, person_rate),
         }
 
 
 def share(mask: np.ndarray) -> float | None:
+    """The share of True in `mask`; None when it is empty (no tick to judge)."""
     return float(mask.mean()) if mask.size else None
 
 
 def own_history_figures(
     ticks: np.ndarray,
-    person: Sequence[Sent],
-    policy: Sequence[Sent],
+    person: Sequence[CommandRole],
+    policy: Sequence[CommandRole],
     tick_ms: float,
 ) -> OwnHistoryFigures:
-    """The person's rover and the policy's on the same ticks: each rest the person's rover came
-    to, matched by the policy's nearest within `STOP_MATCH_MS` (each of the policy's rests
-    matches one person's rest at most); the shares of ticks where they agree and where one
-    stood while the other moved; commands per second of each (stop- and movement-role)."""
+    """The person's rover and the policy's on the same ticks: the rests each came to and how
+    many pair up (`matched_rests`); the shares of ticks where both moved or both stood, and
+    where one stood while the other moved; the stop- and movement-role commands each sent
+    over the ticks' span, [first tick, last tick + tick_ms)."""
     ticks = np.asarray(ticks, dtype=np.float64)
-    mine, theirs = moving_at(policy, ticks), moving_at(person, ticks)
-    person_rests, policy_rests = rest_onsets(ticks, theirs), rest_onsets(ticks, mine)
-    free = list(policy_rests)
-    matched: list[float] = []
-    for onset in person_rests:
-        near = [t for t in free if abs(t - onset) <= STOP_MATCH_MS]
-        if near:
-            nearest = min(near, key=lambda t: abs(t - onset))
-            free.remove(nearest)
-            matched.append(float(nearest - onset))
-    extra = sum(1 for t in policy_rests if not np.any(np.abs(person_rests - t) <= STOP_MATCH_MS))
-    motion = (MOVEMENT, STOP)
-    seconds = len(ticks) * tick_ms / 1000
+    policy_moving, person_moving = moving_at(policy, ticks), moving_at(person, ticks)
+    person_rests = rest_onsets(ticks, person_moving)
+    policy_rests = rest_onsets(ticks, policy_moving)
+    span = (ticks[0], ticks[-1] + tick_ms) if len(ticks) else (0.0, 0.0)
+
+    def commands(sent: Sequence[CommandRole]) -> int:
+        return sum(
+            1 for item in sent if item.role in (MOVEMENT, STOP) and span[0] <= item.t < span[1]
+        )
+
     return OwnHistoryFigures(
         ticks=len(ticks),
         person_rests=len(person_rests),
-        matched=tuple(matched),
-        extra_rests=int(extra),
-        moving_agreement=share(mine == theirs),
-        stood_while_person_moved=share(~mine & theirs),
-        moved_while_person_stood=share(mine & ~theirs),
-        person_commands=sum(1 for item in person if item.role in motion),
-        policy_commands=sum(1 for item in policy if item.role in motion),
-        seconds=seconds,
+        policy_rests=len(policy_rests),
+        matched=tuple(matched_rests(person_rests, policy_rests)),
+        moving_agreement=share(policy_moving == person_moving),
+        stood_while_person_moved=share(~policy_moving & person_moving),
+        moved_while_person_stood=share(policy_moving & ~person_moving),
+        person_commands=commands(person),
+        policy_commands=commands(policy),
+        seconds=len(ticks) * tick_ms / 1000,
     )
 
 
-def sent_roles(commands: Sequence[tuple[float, str]], roles: Mapping[str, str]) -> list[Sent]:
-    """(time, type) pairs as `Sent`, each with its type's role ("" for an unknown type)."""
-    return [Sent(float(t), roles.get(kind, "")) for t, kind in commands]
+def sent_roles(
+    commands: Sequence[tuple[float, str]], roles: Mapping[str, str]
+) -> list[CommandRole]:
+    """(time, type) pairs as `CommandRole`, each with its type's role ("" for an unknown type)."""
+    return [CommandRole(float(t), roles.get(kind, "")) for t, kind in commands]

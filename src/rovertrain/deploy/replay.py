@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rovertrain.contracts.command_schema import SLOTS, VALUES
+from rovertrain.contracts.command_schema import POLICY, SLOTS, VALUES
 from rovertrain.contracts.errors import RovertrainError, SkipSession
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.contracts.json_types import JsonObject
@@ -275,7 +275,7 @@ class SessionReplay:
         policy, sent = self.loaded.policy, self.sent
         assert sent is not None
         for command in commands_from_decision(tick, policy.schema, decision.send, decision.values):
-            policy.observe_command(command.t, command.type, command.values)
+            policy.observe_command(command.t, command.type, command.values, by=POLICY)
             sent.append((command.t, command.type))
 
 
@@ -304,6 +304,23 @@ def finish_files(replay: SessionReplay, overlay: OverlayWriter | None) -> dict[s
     return {"timeline": str(timeline.resolve()), "overlay": str(overlay.path.resolve())}
 
 
+def own_history_fields(
+    policy: RoverPolicy,
+    commands: Sequence[Command],
+    sent: list[tuple[float, str]] | None,
+    ticks: np.ndarray,
+) -> dict[str, object]:
+    """`unknownCommands` (the recording's commands of a type the model does not know: fed
+    to it, or, with --own-history, never fed) and, with --own-history, `ownHistory`."""
+    if sent is None:
+        return {"unknownCommands": policy.unknown_commands}
+    person = sent_roles([(command.t, command.type) for command in commands], policy.roles)
+    policy_sent = sent_roles(sent, policy.roles)
+    figures = own_history_figures(ticks, person, policy_sent, TICK_MS)
+    unknown = sum(1 for command in commands if command.type not in policy.roles)
+    return {"ownHistory": figures.to_json(), "unknownCommands": unknown}
+
+
 def replay_session(
     checkpoint: str,
     root_text: str,
@@ -317,6 +334,8 @@ def replay_session(
 ) -> int:
     started = time.monotonic()
     if blind and own_history:
+        # --blind compares a grey-fed model with a sighted one fed the same person's history;
+        # fed their own commands, their histories would differ and so would the question.
         raise RovertrainError(
             "usage", "--blind and --own-history replay in different ways: choose one."
         )
@@ -332,11 +351,11 @@ def replay_session(
 
     # 3. Tick by tick: commands up to the tick, then the frame; a `prediction` per tick.
     overlay = open_overlay(out, loaded)
-    replay = SessionReplay(session_id, loaded, sighted, human, stream, overlay, ReplayTrace())
-    fed = [] if own_history else [policy] if sighted is None else [policy, sighted]
-    if own_history:
-        replay.sent = []
-    feed = CommandFeed(commands, fed)
+    sent: list[tuple[float, str]] | None = [] if own_history else None
+    replay = SessionReplay(session_id, loaded, sighted, human, stream, overlay, ReplayTrace(), sent)
+    # With --own-history no recorded command reaches the policy: it observes what it sends.
+    fed = [policy] if sighted is None else [policy, sighted]
+    feed = CommandFeed(commands, [] if own_history else fed)
     grey = GreyFrames() if blind else None
     view = ReplayProgress(session_id, progress)
     try:
@@ -353,11 +372,7 @@ def replay_session(
     # 4. The figures over the usable windows, the pictures, the summary event.
     arrays = replay.trace.arrays()
     figures = replay_figures(arrays, human, policy.schema, policy.threshold)
-    own: dict[str, object] = {}
-    if replay.sent is not None:
-        person = sent_roles([(c.t, c.type) for c in commands], policy.roles)
-        mine = sent_roles(replay.sent, policy.roles)
-        own = {"ownHistory": own_history_figures(arrays.ticks, person, mine, TICK_MS).to_json()}
+    own = own_history_fields(policy, commands, sent, arrays.ticks)
     files = finish_files(replay, overlay)
     elapsed = time.monotonic() - started
     stream.emit(
@@ -367,7 +382,6 @@ def replay_session(
         ticks=ticks,
         blind=blind,
         **own,
-        unknownCommands=policy.unknown_commands,
         files=files,
         elapsedSeconds=round(elapsed, 3),
         realtimeFactor=round(ticks * TICK_MS / 1000 / max(elapsed, 1e-9), 2),
