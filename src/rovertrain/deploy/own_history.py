@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rovertrain.contracts.command_schema import MOTION_ROLES
 from rovertrain.deploy.replay_figures import STOP_MATCH_MS
 from rovertrain.runtime.state import last_before
 from rovertrain.sim.rollout import ratio
@@ -33,7 +34,7 @@ def moving_at(sent: Sequence[CommandRole], ticks: np.ndarray) -> np.ndarray:
     or movement-role command sent strictly before the tick is a movement (a rover nothing was
     sent to, or whose last such command was a stop, stands). Strictly before, as the state the
     policy sees at a tick holds the commands before it."""
-    ordered = sorted((item for item in sent if item.role in (MOVEMENT, STOP)), key=lambda s: s.t)
+    ordered = sorted((item for item in sent if item.role in MOTION_ROLES), key=lambda s: s.t)
     times = np.asarray([item.t for item in ordered], dtype=np.float64)
     moving = np.asarray([item.role == MOVEMENT for item in ordered] + [False], dtype=bool)
     latest = last_before(times, np.asarray(ticks, dtype=np.float64))
@@ -125,9 +126,7 @@ def own_history_figures(
     span = (ticks[0], ticks[-1] + tick_ms) if len(ticks) else (0.0, 0.0)
 
     def commands(sent: Sequence[CommandRole]) -> int:
-        return sum(
-            1 for item in sent if item.role in (MOVEMENT, STOP) and span[0] <= item.t < span[1]
-        )
+        return sum(1 for item in sent if item.role in MOTION_ROLES and span[0] <= item.t < span[1])
 
     return OwnHistoryFigures(
         ticks=len(ticks),
