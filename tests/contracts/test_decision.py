@@ -28,14 +28,26 @@ def test_model_json_carries_each_knob_with_its_declared_bounds() -> None:
 
 
 def test_model_json_and_runtime_json_name_the_same_rules() -> None:
-    rules = DecisionRules(actionThreshold=0.3, steeringDeadband=0.2, startThreshold=0.1)
-    recorded = {"actionThreshold": 0.3, "steeringDeadband": 0.2, "startThreshold": 0.1}
+    rules = DecisionRules(
+        actionThreshold=0.3, steeringDeadband=0.2, startThreshold=0.1, keepPressedAbove=0.7
+    )
+    recorded = {
+        "actionThreshold": 0.3,
+        "steeringDeadband": 0.2,
+        "startThreshold": 0.1,
+        "keepPressedAbove": 0.7,
+    }
     assert rules.to_json() == recorded
     assert recorded_rules(rules.to_json()) == rules
     as_runtime = {RUNTIME_KEYS.get(name, name): value for name, value in rules.to_json().items()}
-    assert as_runtime == {"threshold": 0.3, "steeringDeadband": 0.2, "startThreshold": 0.1}
+    assert as_runtime == {
+        "threshold": 0.3,
+        "steeringDeadband": 0.2,
+        "startThreshold": 0.1,
+        "keepPressedAbove": 0.7,
+    }
     assert recorded_rules(as_runtime, RUNTIME_KEYS) == rules
-    assert rules.overridden(steeringDeadband=0.0) == DecisionRules(0.3, 0.0, 0.1)
+    assert rules.overridden(steeringDeadband=0.0) == DecisionRules(0.3, 0.0, 0.1, 0.7)
     assert rules.overridden() == rules
 
 
@@ -45,6 +57,14 @@ def test_a_record_from_before_the_start_rule_starts_from_the_event_head_alone() 
     assert DecisionRules().startThreshold == 0.0
     assert recorded_rules({"actionThreshold": 0.5}).startThreshold == 1.0
     assert recorded_rules({"threshold": 0.5}, RUNTIME_KEYS).startThreshold == 1.0
+
+
+def test_a_record_from_before_the_kept_press_sends_every_release() -> None:
+    """A key the person taps: new jobs keep back a release the policy would take back (0.5);
+    a model.json or runtime.json written before the knob sends every release (1)."""
+    assert DecisionRules().keepPressedAbove == 0.5
+    assert recorded_rules({"actionThreshold": 0.5}).keepPressedAbove == 1.0
+    assert recorded_rules({"threshold": 0.5}, RUNTIME_KEYS).keepPressedAbove == 1.0
 
 
 def test_a_bad_recorded_knob_is_named() -> None:

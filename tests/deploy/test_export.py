@@ -99,6 +99,9 @@ def test_export_writes_a_verified_folder(exported: dict[str, Any]) -> None:
     assert RoverPolicy.load(out).steering_deadband == 0.2
     assert runtime["startThreshold"] == 0.0 == event["startThreshold"]
     assert RoverPolicy.load(out).start_threshold == 0.0
+    # From before keepPressedAbove: every release of a key is sent, as the model ran then.
+    assert runtime["keepPressedAbove"] == 1.0 == event["keepPressedAbove"]
+    assert RoverPolicy.load(out).keep_pressed_above == 1.0
     assert runtime["valueNames"] == {"stop": [], "drive": ["speed", "turn"]}
     assert runtime["roles"] == {"stop": "stop", "drive": "movement"}
     assert runtime["model"] == {"id": event["id"], "name": "test-model-0", "createdAt": 1}
@@ -346,12 +349,13 @@ def test_decision_rules_come_from_the_command_line_then_model_json() -> None:
     from rovertrain.deploy.export import decision_rules
 
     meta = {"actionThreshold": 0.4, "steeringDeadband": 0.3}  # from before startThreshold
-    assert decision_rules(meta) == DecisionRules(0.4, 0.3, 1.0)
+    assert decision_rules(meta) == DecisionRules(0.4, 0.3, 1.0, 1.0)
     given = {"actionThreshold": 0.6, "steeringDeadband": 0.1, "startThreshold": 0.0}
-    assert decision_rules(meta, given) == DecisionRules(0.6, 0.1, 0.0)
-    assert decision_rules(meta, {"steeringDeadband": 0.0}) == DecisionRules(0.4, 0.0, 1.0)
-    assert decision_rules(meta, {"startThreshold": None}) == DecisionRules(0.4, 0.3, 1.0)
+    assert decision_rules(meta, given) == DecisionRules(0.6, 0.1, 0.0, 1.0)
+    assert decision_rules(meta, {"steeringDeadband": 0.0}) == DecisionRules(0.4, 0.0, 1.0, 1.0)
+    assert decision_rules(meta, {"startThreshold": None}) == DecisionRules(0.4, 0.3, 1.0, 1.0)
     assert decision_rules({**meta, "startThreshold": 0.2}).startThreshold == 0.2
+    assert decision_rules(meta, {"keepPressedAbove": 0.5}).keepPressedAbove == 0.5
     assert decision_rules(meta, {"actionThreshold": 0.0}).actionThreshold == 0  # `--threshold` 0
     with pytest.raises(RovertrainError, match=r"model\.json's steeringDeadband: must be at most 2"):
         decision_rules({"steeringDeadband": 2.5})
@@ -368,6 +372,7 @@ def test_export_has_one_option_per_decision_knob_with_the_bounds_a_record_may_ho
     assert set(options) == {"out"} | {field.name for field in declared}
     assert options["actionThreshold"].opts == ["--threshold"]  # runtime.json's name
     assert options["startThreshold"].opts == ["--start-threshold"]
+    assert options["keepPressedAbove"].opts == ["--keep-pressed-above"]
     for field in declared:
         kind = options[field.name].type
         assert isinstance(kind, click.FloatRange)
@@ -394,11 +399,14 @@ def test_a_record_without_a_knob_runs_as_it_was_trained_at_export_and_in_the_run
         del policy["input"]["image"]["frameHistory"]
     at_export = decision_rules({"specification": policy})
     runtime = RuntimeSpec.from_json({"format": runtime_format, **policy, "threshold": 0.5})
-    assert at_export == runtime.decision == DecisionRules(0.5, steeringDeadband=0, startThreshold=1)
+    assert (
+        at_export == runtime.decision == DecisionRules(0.5, 0, startThreshold=1, keepPressedAbove=1)
+    )
     written = runtime_specification({"specification": policy}, at_export).to_json()
     assert written["format"] == runtime_format
     assert written["steeringDeadband"] == 0.0 and written["threshold"] == 0.5
     assert written["startThreshold"] == 1.0  # a parked rover starts from the event head alone
+    assert written["keepPressedAbove"] == 1.0  # every release of a key is sent
     assert DecisionRules().steeringDeadband == 0.1  # what a new job gets
 
 

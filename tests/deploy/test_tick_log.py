@@ -14,7 +14,7 @@ from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.rollout import RolloutTrace
 
 
-def decision(t_ms: float, stop: float, turn: float) -> Decision:
+def decision(t_ms: float, stop: float, turn: float, kept: bool = False) -> Decision:
     return Decision(
         t_ms,
         fire={"stop": stop >= 0.5, "drive": False},
@@ -23,6 +23,7 @@ def decision(t_ms: float, stop: float, turn: float) -> Decision:
         image=np.zeros((1, 3, 2, 2), np.uint8),
         state=np.zeros((1, 4), np.float32),
         steer={"drive": abs(turn) > 0.1},
+        kept={"drive": ("turn",)} if kept else {},
     )
 
 
@@ -38,12 +39,15 @@ def test_each_decision_is_joined_with_where_the_rover_was_and_what_went_out() ->
         SentCommand(100.0, "stop", None, by="policy"),
     ]
     rows = tick_rows(
-        [decision(0.0, 0.01, 0.123456), decision(100.0, 0.9, 0.0)], trace, lambda s: 2 * s
+        [decision(0.0, 0.01, 0.123456, kept=True), decision(100.0, 0.9, 0.0)],
+        trace,
+        lambda s: 2 * s,
     )
     first, second = rows
     assert first["t"] == 0.0 and first["s"] == 0.1 and first["curvature"] == 0.2
     assert [item["values"]["turn"] for item in first["sent"]] == [0.0, 0.1235]
     assert first["steer"] == {"drive": True} and first["fire"]["stop"] is False
+    assert first["kept"] == {"drive": ["turn"]} and rows[1]["kept"] == {}
     assert second["s"] == 1.1 and second["x"] == 0.1 and second["moving"] is True
     assert second["sent"] == [{"type": "stop"}]
     assert second["probability"] == {"stop": 0.9, "drive": 0.1}

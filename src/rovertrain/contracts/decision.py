@@ -6,7 +6,8 @@ them back from model.json and runtime.json with `recorded_rules`. A record writt
 knob existed runs with what ran then, the knob's `before` value: steering did not exist before
 `steeringDeadband`, so such a record steers with 0 (only fired events), at export and in the
 runtime alike; a record from before `startThreshold` starts a parked rover only when the event
-head fires (1). New jobs get the defaults.
+head fires (1); one from before `keepPressedAbove` sends every release of a key (1). New jobs
+get the defaults.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ class DecisionRules:
         "was loaded or reset (parked, the policy just engaged): its likeliest movement-role "
         "type is sent, fired or not, when its probability is above this and above the stop's "
         "(0: at the first such tick; 1: only when the event head fires)",
+    )
+    keepPressedAbove: float = knob(
+        0.5,
+        0,
+        1,
+        before=1.0,
+        doc="closed loop, a value sent at levels the person taps (a key): a release to its rest "
+        "level (the level nearest 0) is not sent, the key kept pressed, when the policy asked "
+        "with the key released expects a level more than this share of the way back to the "
+        "pressed one at the next tick (1: every release is sent)",
     )
 
     def to_json(self) -> dict[str, float]:

@@ -108,6 +108,10 @@ class PolicySpec:
     # which the runtime sends as levels (`runtime.policy.level_to_send`).
     level_values: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
     expected_levels: bool = False
+    # Per command type, the levelled values the person taps (`output.values.spread`, version
+    # 6): their expected level is spread over the sends, and a release of their key can be
+    # kept back (`keepPressedAbove`).
+    spread: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # Per command type, how soon the recordings' person re-sent a command that changed
     # nothing, ms (`output.resendAfterMs`; absent: re-sent whenever it fires).
     resend_after: Mapping[str, float] = field(default_factory=dict)
@@ -148,6 +152,7 @@ class PolicySpec:
             written=dict(document),
             level_values=levels,
             expected_levels=_level_output(document.get("output")) == EXPECTED_LEVEL,
+            spread=_spread(document.get("output"), levels),
             resend_after=_resend_after(document.get("output")),
         )
 
@@ -307,6 +312,28 @@ def _levels(output: JsonValue) -> dict[str, dict[str, tuple[float, ...]]]:
             if len(numbers) != len(listed) or not all(map(math.isfinite, numbers)):
                 raise bad
             found[kind][name] = tuple(numbers)
+    return found
+
+
+def _spread(
+    output: JsonValue, levels: Mapping[str, Mapping[str, tuple[float, ...]]]
+) -> dict[str, frozenset[str]]:
+    """{type: value names} from `output.values.spread`, each a levelled value; {} when
+    absent."""
+    values = output.get("values") if isinstance(output, dict) else None
+    given = values.get("spread") if isinstance(values, dict) else None
+    if given is None:
+        return {}
+    found: dict[str, frozenset[str]] = {}
+    for kind, listed in _object(given, "output.values.spread").items():
+        levelled = levels.get(kind, {})
+        if not isinstance(listed, list) or not all(
+            isinstance(name, str) and name in levelled for name in listed
+        ):
+            raise RuntimeSpecError(
+                f"output.values.spread.{kind}: a list of the type's levelled values"
+            )
+        found[kind] = frozenset(str(name) for name in listed)
     return found
 
 

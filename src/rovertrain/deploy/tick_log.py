@@ -4,7 +4,7 @@ why a policy that passed the gate stalls, weaves or stops in front of nothing.
 One JSON object per policy tick (every 100 ms): where the rover was (`s` metres along the
 track, `x` lane half-widths off the centre line, the track's `curvature` there, `moving`),
 what the policy decided (`probability` and `fire` per command type, `steer`: the steering
-re-send, `values` per type) and the commands that went out at that tick (`sent`; at the
+re-send, `kept`: the tapped values whose release was kept back, `values` per type) and the commands that went out at that tick (`sent`; at the
 first tick the operator's opening comes first). `DecisionLog` keeps the decisions as the policy
 drives; `tick_rows` (pure) joins them with the rollout's trace.
 """
@@ -87,6 +87,7 @@ def tick_rows(
                 "probability": _rounded(decision.probability),
                 "fire": dict(decision.fire),
                 "steer": dict(decision.steer),
+                "kept": {kind: list(names) for kind, names in decision.kept.items()},
                 "values": {kind: _rounded(named) for kind, named in decision.values.items()},
                 "sent": sent.get(decision.t_ms, []),
             }

@@ -59,7 +59,9 @@ __all__ = [
     "RoverPolicy",
     "SentMotion",
     "early_resend",
+    "keeps_pressed",
     "level_to_send",
+    "rest_level",
     "sent_types",
     "start_type",
     "steering_type",
@@ -100,6 +102,9 @@ class Decision:
     standing: bool = False  # the rover executes no movement (stopped, or nothing sent yet)
     early: str | None = None  # a type whose sending now would be an early re-send
     start: str | None = None  # nothing sent yet: the movement type that starts the rover
+    # Per type, the tapped values whose key release fired and was kept back (`keeps_pressed`):
+    # `values` holds their pressed level.
+    kept: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def send(self) -> dict[str, bool]:
@@ -269,6 +274,31 @@ def level_to_send(expected: float, owed: float, levels: Sequence[float]) -> floa
     return min(levels, key=lambda level: (abs(level - wanted), abs(level - expected)))
 
 
+def rest_level(levels: Sequence[float]) -> float:
+    """The level a released key sends: the one nearest 0 (no turn, coasting). A keyboard
+    page sends its value's rest level when no key of it is held."""
+    return min(levels, key=lambda level: (abs(level), level))
+
+
+def keeps_pressed(pressed: float, again: float, rest: float, above: float) -> bool:
+    """Whether a release of a tapped key (`pressed` -> `rest`) is kept back: the policy, asked
+    with the key released, expects `again` at the next tick, more than `above` of the way
+    from the rest level back to the pressed one (`keepPressedAbove`; 1: never).
+
+    Why: a person's shortest tap is about 150 ms and a held key repeats every 250 ms, so in
+    the recordings a send 100-200 ms after a press is the tap's release, and the policy
+    learns exactly that: 100 ms after its own press it expects a send and the rest level, in
+    a corner as on a straight. Its question "which key, if any, would I press?" is answered
+    where the key is up, so a release it would take back at the next tick is a tap no person
+    makes: a warehouse keyboard policy released 211 of its 220 presses at the next tick, held
+    a full turn on 22% of the ticks against the person's 37%, and left the aisle at its
+    first tight corner (65-72% in lane); with the release kept back it met every goal
+    (docs/learning.md, "Values a person sends at a few levels")."""
+    if above >= 1.0 or pressed == rest:
+        return False
+    return (again - rest) / (pressed - rest) > above
+
+
 def read_verified(directory: Path) -> dict[str, bytes]:
     """The folder's files as bytes, each checked against the manifest (size and sha256)."""
     try:
@@ -312,6 +342,7 @@ class RoverPolicy:
         self.threshold = float(spec.decision.actionThreshold)
         self.steering_deadband = float(spec.decision.steeringDeadband)
         self.start_threshold = float(spec.decision.startThreshold)
+        self.keep_pressed_above = float(spec.decision.keepPressedAbove)
         given = spec.policy.input
         self.tick_ms = given.tick_ms
         self.state_size = given.state.size
@@ -334,6 +365,8 @@ class RoverPolicy:
         # (`level_to_send`); what the sends so far owe, per (type, value).
         self.level_values = spec.policy.level_values if spec.policy.expected_levels else {}
         self.owed: dict[tuple[str, str], float] = {}
+        # The tapped (spread) values whose key release `keeps_pressed` may keep back.
+        self.tapped = spec.policy.spread if self.level_values else {}
         # The previous tick's model picture (HWC) and its tick time, for the frame history.
         self.previous: tuple[float, np.ndarray] | None = None
         # Supervised driving (`engage`): whether the policy drives now, and how often a
@@ -473,6 +506,7 @@ class RoverPolicy:
         for sent in [sent for sent in self.pending_motion if sent.t_ms < t_ms]:
             self.last_motion = sent
         self.pending_motion = [sent for sent in self.pending_motion if sent.t_ms >= t_ms]
+        kept = self.keep_pressed(named, fire, image, float(t_ms))
         steer = dict.fromkeys(self.types, False)
         steerable = regressed_values(named, self.levelled)
         deadband = self.steering_deadband
@@ -496,15 +530,56 @@ class RoverPolicy:
             standing,
             early,
             start,
+            {kind: tuple(name for k, name in sorted(kept) if k == kind) for kind, _ in kept},
         )
         sending = decision.send
         for (kind, name), wanted in expected.items():
             # What a fired or steered send did not deliver is owed to the next. A start owes
             # nothing: until a command is observed it is in `send` at every tick, sent or not
             # (a rover loop ticks in the shadow while a person drives).
-            if sending.get(kind) and (fire[kind] or steer[kind]):
+            if (kind, name) in kept:
+                self.owed[(kind, name)] = 0.0  # the key stays down: nothing is owed to it
+            elif sending.get(kind) and (fire[kind] or steer[kind]):
                 self.owed[(kind, name)] = wanted - named[kind][name]
         return decision
+
+    def keep_pressed(
+        self,
+        named: dict[str, dict[str, float]],
+        fire: Mapping[str, bool],
+        image: np.ndarray,
+        t_ms: float,
+    ) -> set[tuple[str, str]]:
+        """Where the executed movement type fires with a tapped value released to its rest
+        level, ask the model once more, as if the release had been sent now, what it would
+        send at the next tick; each release `keeps_pressed` keeps back gets the pressed level
+        again in `named`. Returns those (type, value)."""
+        kept: set[tuple[str, str]] = set()
+        executing = self.executing
+        if executing is None or self.keep_pressed_above >= 1.0:
+            return kept
+        kind, executed = executing
+        columns, values = self.level_values.get(kind, {}), named.get(kind, {})
+        released = [
+            name
+            for name in sorted(self.tapped.get(kind, frozenset()))
+            if fire.get(kind)
+            and name in values
+            and name in executed
+            and values[name] == rest_level(columns[name])
+            and executed[name] != values[name]
+        ]
+        if not released:
+            return kept
+        state = self.tracker.state_after(t_ms, kind, values, t_ms + self.tick_ms)
+        _, later = self.session.run(None, {IMAGE_INPUT: image, STATE_INPUT: state[None]})
+        slot = self.types.index(kind)
+        for name in released:
+            again = float(later[0, slot, self.value_names[slot].index(name)])
+            if keeps_pressed(executed[name], again, values[name], self.keep_pressed_above):
+                values[name] = executed[name]
+                kept.add((kind, name))
+        return kept
 
     def send_levels(self, named: dict[str, dict[str, float]]) -> dict[tuple[str, str], float]:
         """Replace each expected level in `named` with the level to send (`level_to_send`);

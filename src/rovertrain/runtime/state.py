@@ -21,6 +21,7 @@ Pure numpy: no torch, no av.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 
@@ -170,6 +171,17 @@ class StateTracker:
         self.last_time[slot] = t
         self.seen[slot] = True
         self.last_values[slot] = row
+
+    def state_after(
+        self, t_ms: float, command_type: str, values: Mapping[str, float], tick_ms: float
+    ) -> np.ndarray:
+        """The state at `tick_ms` had `command_type` been sent at `t_ms`, or after the last
+        command observed if that came later: a question to the policy about a command not
+        sent. The tracker is left as it was."""
+        other = copy.deepcopy(self)
+        t = max(float(t_ms), other.latest_command)
+        other.observe(t, command_type, values)
+        return other.state_at(max(float(tick_ms), other.latest_tick))
 
     def state_at(self, tick_ms: float) -> np.ndarray:
         """float32 [SLOTS * FEATURES]: the state the policy sees at this tick."""
