@@ -288,11 +288,16 @@ def _count(value: JsonValue, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def _output_value(output: JsonValue, key: str) -> JsonValue:
+    """`output.values[key]`, None where any of it is absent."""
+    values = output.get("values") if isinstance(output, dict) else None
+    return values.get(key) if isinstance(values, dict) else None
+
+
 def _levels(output: JsonValue) -> dict[str, dict[str, tuple[float, ...]]]:
     """{type: {value: levels}} from `output.values.levels`; {} when absent (every value
     regressed)."""
-    values = output.get("values") if isinstance(output, dict) else None
-    levels = values.get("levels") if isinstance(values, dict) else None
+    levels = _output_value(output, "levels")
     if levels is None:
         return {}
     named = _object(levels, "output.values.levels")
@@ -320,8 +325,7 @@ def _spread(
 ) -> dict[str, frozenset[str]]:
     """{type: value names} from `output.values.spread`, each a levelled value; {} when
     absent."""
-    values = output.get("values") if isinstance(output, dict) else None
-    given = values.get("spread") if isinstance(values, dict) else None
+    given = _output_value(output, "spread")
     if given is None:
         return {}
     found: dict[str, frozenset[str]] = {}
@@ -338,8 +342,7 @@ def _spread(
 
 
 def _level_output(output: JsonValue) -> str | None:
-    values = output.get("values") if isinstance(output, dict) else None
-    given = values.get("levelOutput") if isinstance(values, dict) else None
+    given = _output_value(output, "levelOutput")
     if given not in (None, EXPECTED_LEVEL):
         raise RuntimeSpecError(f"output.values.levelOutput: {given!r} is not {EXPECTED_LEVEL!r}")
     return given if isinstance(given, str) else None

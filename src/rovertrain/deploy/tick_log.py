@@ -4,8 +4,9 @@ why a policy that passed the gate stalls, weaves or stops in front of nothing.
 One JSON object per policy tick (every 100 ms): where the rover was (`s` metres along the
 track, `x` lane half-widths off the centre line, the track's `curvature` there, `moving`),
 what the policy decided (`probability` and `fire` per command type, `steer`: the steering
-re-send, `kept`: the tapped values whose release was kept back, `values` per type) and the commands that went out at that tick (`sent`; at the
-first tick the operator's opening comes first). `DecisionLog` keeps the decisions as the policy
+re-send, `kept`: the tapped values whose release was kept back, `values` per type) and the
+commands that went out at that tick (`sent`; at the first tick the operator's opening comes
+first). `DecisionLog` keeps the decisions as the policy
 drives; `tick_rows` (pure) joins them with the rollout's trace.
 """
 

@@ -530,14 +530,14 @@ class RoverPolicy:
             standing,
             early,
             start,
-            {kind: tuple(name for k, name in sorted(kept) if k == kind) for kind, _ in kept},
+            kept,
         )
         sending = decision.send
         for (kind, name), wanted in expected.items():
             # What a fired or steered send did not deliver is owed to the next. A start owes
             # nothing: until a command is observed it is in `send` at every tick, sent or not
             # (a rover loop ticks in the shadow while a person drives).
-            if (kind, name) in kept:
+            if name in kept.get(kind, ()):
                 self.owed[(kind, name)] = 0.0  # the key stays down: nothing is owed to it
             elif sending.get(kind) and (fire[kind] or steer[kind]):
                 self.owed[(kind, name)] = wanted - named[kind][name]
@@ -549,37 +549,36 @@ class RoverPolicy:
         fire: Mapping[str, bool],
         image: np.ndarray,
         t_ms: float,
-    ) -> set[tuple[str, str]]:
+    ) -> dict[str, tuple[str, ...]]:
         """Where the executed movement type fires with a tapped value released to its rest
         level, ask the model once more, as if the release had been sent now, what it would
         send at the next tick; each release `keeps_pressed` keeps back gets the pressed level
-        again in `named`. Returns those (type, value)."""
-        kept: set[tuple[str, str]] = set()
+        again in `named`. Returns them as `Decision.kept` holds them ({type: value names})."""
         executing = self.executing
-        if executing is None or self.keep_pressed_above >= 1.0:
-            return kept
+        if executing is None or self.keep_pressed_above >= 1.0 or not fire.get(executing[0]):
+            return {}
         kind, executed = executing
         columns, values = self.level_values.get(kind, {}), named.get(kind, {})
         released = [
             name
             for name in sorted(self.tapped.get(kind, frozenset()))
-            if fire.get(kind)
-            and name in values
+            if name in values
             and name in executed
             and values[name] == rest_level(columns[name])
             and executed[name] != values[name]
         ]
         if not released:
-            return kept
+            return {}
         state = self.tracker.state_after(t_ms, kind, values, t_ms + self.tick_ms)
         _, later = self.session.run(None, {IMAGE_INPUT: image, STATE_INPUT: state[None]})
         slot = self.types.index(kind)
+        kept = []
         for name in released:
             again = float(later[0, slot, self.value_names[slot].index(name)])
             if keeps_pressed(executed[name], again, values[name], self.keep_pressed_above):
                 values[name] = executed[name]
-                kept.add((kind, name))
-        return kept
+                kept.append(name)
+        return {kind: tuple(kept)} if kept else {}
 
     def send_levels(self, named: dict[str, dict[str, float]]) -> dict[tuple[str, str], float]:
         """Replace each expected level in `named` with the level to send (`level_to_send`);
