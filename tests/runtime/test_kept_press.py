@@ -1,6 +1,6 @@
 """A key the person taps: a release the policy would take back at the next tick is kept back
 (`keepPressedAbove`, `runtime.policy.keeps_pressed`), the policy asked once more with the key
-released."""
+released, its answer carried with what earlier sends owe as any spread level is."""
 
 from __future__ import annotations
 
@@ -104,13 +104,14 @@ def pressed_then_ticked(rover: RoverPolicy) -> Any:
     return rover.tick(FRAME, 100)
 
 
-def test_a_release_it_would_take_back_is_kept_back_and_owes_nothing() -> None:
+def test_a_release_it_would_take_back_is_kept_back_and_owes_the_difference() -> None:
     rover, session = tapping(asked=0.9, keep=0.5)
     decision = pressed_then_ticked(rover)
     assert session.calls == 2  # the tick, and the question with the key released
     assert decision.send["drive"] and decision.values["drive"]["turn"] == 1.0
     assert decision.kept == {"drive": ("turn",)}
-    assert rover.owed[("drive", "turn")] == 0.0
+    # The key held stands for the answer with the key up (0.9): 0.1 more than it was.
+    assert rover.owed[("drive", "turn")] == pytest.approx(0.9 - 1.0)
     # The question changed nothing: the next tick's state shows only what was observed.
     tracker = StateTracker(SCHEMA)
     tracker.observe(50, "drive", {"speed": 0.5, "turn": 1.0})
@@ -157,3 +158,27 @@ def test_only_tapped_values_and_only_releases_are_asked_about() -> None:
 def test_a_spread_value_that_is_not_levelled_is_refused() -> None:
     with pytest.raises(RuntimeSpecError, match="spread"):
         tapping(asked=0.9, keep=0.5, spread={"drive": ["speed"]})
+
+
+def held_share(asked: float, ticks: int = 200) -> float:
+    """Drive a `KeySession` rover as a rover loop does (each send observed at its tick) from
+    a press, and return the share of ticks after which the key was down."""
+    rover, _ = tapping(asked=asked, keep=0.5)
+    rover.observe_command(50, "drive", {"speed": 0.5, "turn": 1.0}, by="policy")
+    turn, down = 1.0, 0
+    for tick in range(1, ticks + 1):
+        decision = rover.tick(FRAME, 100 * tick)
+        if decision.send["drive"]:
+            turn = decision.values["drive"]["turn"]
+            rover.observe_command(100 * tick, "drive", decision.values["drive"], by="policy")
+        down += turn == 1.0
+    return down / ticks
+
+
+@pytest.mark.parametrize("asked", [0.55, 0.7, 0.9])
+def test_a_kept_key_is_held_for_the_share_the_answers_add_up_to(asked: float) -> None:
+    """A person who holds a speed by tapping presses again after every release, so asked
+    with the key up a policy always expects the press back; keeping every such release
+    would hold the key for good (a CarRacing policy drove off the track too fast). With
+    what is owed carried on, the key is down for the share of the time it is asked for."""
+    assert held_share(asked) == pytest.approx(asked, abs=0.03)

@@ -59,8 +59,8 @@ class DecisionRules:
         before=1.0,
         doc="closed loop, a value sent at levels the person taps (a key): a release to its rest "
         "level (the level nearest 0) is not sent, the key kept pressed, when the policy asked "
-        "with the key released expects a level more than this share of the way back to the "
-        "pressed one at the next tick (1: every release is sent)",
+        "with the key released expects, with what earlier sends owe, a level more than this "
+        "share of the way back to the pressed one at the next tick (1: every release is sent)",
     )
 
     def to_json(self) -> dict[str, float]:
