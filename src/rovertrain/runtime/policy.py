@@ -301,7 +301,7 @@ def keeps_pressed(pressed: float, wanted: float, rest: float, above: float) -> b
     kept 77 of 109 releases of the gas and drove off the track too fast (0.74 of the
     driver's reward, 0.92 without), or kept a brake pressed at a standstill forever. Carried
     as any expected level is (error diffusion), the key is held for the share of the time
-    the answers add up to: 3 releases kept on that track, every warehouse goal still met
+    the answers add up to: a release kept on 3 ticks of that track, every warehouse goal met
     (docs/learning.md, "Values a person sends at a few levels")."""
     if above >= 1.0 or pressed == rest:
         return False
