@@ -55,6 +55,11 @@ def test_full_run_publishes_a_verified_checkpoint(cli, synth_copy: Path) -> None
     assert set(meta["files"]) == {"weights.safetensors"}
     assert meta["jobId"] == complete["jobId"] and meta["specification"]["version"] >= 1
     assert meta["actionThreshold"] == 0.5 and meta["steeringDeadband"] == 0.1
+    # How the event loss weighed each type, for the rover to read the event head as the
+    # person's chance (runtime.policy.person_chance): the weights training used.
+    output = meta["specification"]["output"]
+    used = complete["diagnostics"]["trainingAudit"]["positiveWeights"]
+    assert list(output["eventWeights"].values()) == pytest.approx(used, abs=1e-4)
     assert (synth_copy / "training" / RESUME_FILE).exists()
     # The job's events were mirrored for late viewers.
     job_log = synth_copy / "training" / "jobs" / complete["jobId"] / "events.ndjson"

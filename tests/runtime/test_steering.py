@@ -96,6 +96,7 @@ def policy(
     levels: dict[str, Any] | None = None,
     resend_after: Any = None,
     start: float | None = None,
+    event_weights: Any = None,
 ) -> tuple[RoverPolicy, ScriptedSession]:
     spec: dict[str, Any] = {
         "schema": SCHEMA,
@@ -112,6 +113,8 @@ def policy(
         spec.setdefault("output", {})["resendAfterMs"] = resend_after
     if start is not None:
         spec["startThreshold"] = start
+    if event_weights is not None:
+        spec.setdefault("output", {})["eventWeights"] = event_weights
     session = ScriptedSession()
     return RoverPolicy(session, RuntimeSpec.from_json(spec)), session
 

@@ -30,8 +30,9 @@ class DecisionRules:
         1,
         exclusive_minimum=True,
         exclusive_maximum=True,
-        doc="a command type's event fires when its predicted probability reaches this (the "
-        "gate, replay and the rover all use it)",
+        doc="a command type's event fires when the chance that the person would have sent it "
+        "since it was last sent reaches this (replay and the rover; an export without "
+        "output.eventWeights, and the gate's held-out windows: its predicted probability)",
     )
     steeringDeadband: float = knob(
         0.1,

@@ -115,6 +115,10 @@ class PolicySpec:
     # Per command type, how soon the recordings' person re-sent a command that changed
     # nothing, ms (`output.resendAfterMs`; absent: re-sent whenever it fires).
     resend_after: Mapping[str, float] = field(default_factory=dict)
+    # Per command type, how many silent windows a window where it fires counted as in the
+    # event loss (`output.eventWeights`, rare types balanced); absent: an export made before,
+    # fired at probability >= the threshold.
+    event_weights: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def levelled(self) -> dict[str, frozenset[str]]:
@@ -154,6 +158,7 @@ class PolicySpec:
             expected_levels=_level_output(document.get("output")) == EXPECTED_LEVEL,
             spread=_spread(document.get("output"), levels),
             resend_after=_resend_after(document.get("output")),
+            event_weights=_event_weights(document.get("output")),
         )
 
 
@@ -350,14 +355,28 @@ def _level_output(output: JsonValue) -> str | None:
 
 def _resend_after(output: JsonValue) -> dict[str, float]:
     """{type: ms} from `output.resendAfterMs`; {} when absent."""
-    given = output.get("resendAfterMs") if isinstance(output, dict) else None
+    return _numbers_by_type(output, "resendAfterMs", 0.0, 1e7, "a number of milliseconds")
+
+
+def _event_weights(output: JsonValue) -> dict[str, float]:
+    """{type: weight} from `output.eventWeights`; {} when absent."""
+    return _numbers_by_type(output, "eventWeights", 1.0, 1e4, "a loss weight from 1 to 10000")
+
+
+def _numbers_by_type(
+    output: JsonValue, key: str, low: float, high: float, what: str
+) -> dict[str, float]:
+    """{type: number} from `output.<key>`, each in [low, high]; {} when absent."""
+    given = output.get(key) if isinstance(output, dict) else None
     if given is None:
         return {}
     found: dict[str, float] = {}
-    for kind, ms in _object(given, "output.resendAfterMs").items():
-        if not isinstance(ms, int | float) or isinstance(ms, bool) or not 0 <= ms < 1e7:
-            raise RuntimeSpecError(f"output.resendAfterMs.{kind}: a number of milliseconds")
-        found[kind] = float(ms)
+    for kind, number in _object(given, f"output.{key}").items():
+        if not isinstance(number, int | float) or isinstance(number, bool):
+            raise RuntimeSpecError(f"output.{key}.{kind}: {what}")
+        if not low <= number <= high:
+            raise RuntimeSpecError(f"output.{key}.{kind}: {what}")
+        found[kind] = float(number)
     return found
 
 

@@ -16,6 +16,7 @@ from rovertrain.job.config import Job
 from rovertrain.job.evaluation import GateEvaluation
 from rovertrain.job.resume import save_resume
 from rovertrain.job.state import TrainingState
+from rovertrain.learn.event_weights import event_weights, event_weights_json
 from rovertrain.learn.policy import Policy, parameter_count, specification
 from rovertrain.learn.resends import resend_after_ms, resend_json
 from rovertrain.store.current import write_current
@@ -47,10 +48,16 @@ class Published:
 
 def published_specification(dataset: Dataset, model: Policy) -> JsonObject:
     """The policy's specification as model.json holds it: with the value levels it was
-    trained with and how soon the person re-sent a command (docs/learning.md)."""
-    training = dataset.training
+    trained with, how soon the person re-sent a command, and how the event loss weighed the
+    windows where a type fires (docs/learning.md)."""
+    training, schema = dataset.training, dataset.schema
     after = resend_after_ms(training.states, training.fires, training.values, training.available)
-    return specification(dataset.schema, model.value_levels(), resend_json(after, dataset.schema))
+    return specification(
+        schema,
+        model.value_levels(),
+        resend_json(after, schema),
+        event_weights_json(event_weights(training.fires), schema),
+    )
 
 
 def model_metadata(

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from rovertrain.contracts.command_schema import SLOTS, Schema
 from rovertrain.data.window_set import WindowSet
 from rovertrain.learn.batches import Batch
+from rovertrain.learn.event_weights import event_weights
 from rovertrain.learn.levels import ValueLevels, discover_levels
 from rovertrain.runtime.state import last_values_of, motion_slots
 
@@ -70,11 +71,7 @@ def loss_setup(
     motion = motion_slots(schema)
     numeric = torch.from_numpy((pool.available.sum(axis=0) > 0).astype(np.float32))
     numeric = numeric * slot_mask[:, None]
-    fires = pool.fires.astype(np.float64)
-    positives = fires.sum(axis=0)
-    negatives = len(pool) - positives
-    weight = np.where(positives > 0, negatives / np.maximum(positives, 1), 1.0)
-    weight = np.clip(weight, 1.0, 20.0)
+    weight = event_weights(pool.fires)
     levels = discover_levels(pool.values, pool.available, last_values_of(pool.states))
     return LossSetup(
         numeric,

@@ -210,11 +210,15 @@ def specification(
     schema: Schema,
     levels: ValueLevels | None = None,
     resend_after: dict[str, float] | None = None,
+    event_weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """What a consumer needs to run the weights; `levels`: the value columns classified over
     levels (`output.values.levels`, {type: {value: [levels]}}; absent: every value regressed);
     `resend_after`: per type, how soon the recordings' person re-sent a command that changed
-    nothing (`output.resendAfterMs`, `learn.resends`; absent: re-sent whenever it fires)."""
+    nothing (`output.resendAfterMs`, `learn.resends`; absent: re-sent whenever it fires);
+    `event_weights`: per type, how many silent windows the event loss counted a firing one as
+    (`output.eventWeights`, `learn.event_weights`), which the runtime undoes to read the
+    person's chance (`runtime.policy.person_chance`); absent: fired at the threshold."""
     named = levels.to_json(schema) if levels is not None else {}
     values: dict[str, Any] = {"shape": [SLOTS, VALUES], "activation": "tanh"}
     if named:
@@ -265,6 +269,7 @@ def specification(
             "values": values,
             "meaning": f"slot fires within [tick, tick + {TICK_MS} ms) with these values",
             **({"resendAfterMs": resend_after} if resend_after else {}),
+            **({"eventWeights": event_weights} if event_weights else {}),
         },
         "slots": SLOTS,
         "valuesPerSlot": VALUES,

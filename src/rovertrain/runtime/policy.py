@@ -61,10 +61,12 @@ __all__ = [
     "early_resend",
     "keeps_pressed",
     "level_to_send",
+    "person_chance",
     "rest_level",
     "sent_types",
     "start_type",
     "steering_type",
+    "unsent_after",
 ]
 
 
@@ -85,10 +87,13 @@ class InferenceSession(Protocol):
 class Decision:
     """What the policy would send in the window [t_ms, t_ms + tick).
 
-    `fire`: the event head, a person's imitation (probability >= the threshold): what the
-    gate and `replay` score. `steer`: the movement type the rover executes, not fired, whose
-    predicted values moved more than the steering deadband from the executed ones. `start`:
-    on a rover nothing was sent to, the movement type that starts it. A rover sends `send`
+    `fire`: the event head, a person's imitation: where the export says how training balanced
+    rare types (`output.eventWeights`), when the chance that the person would have sent the
+    type since it was last sent reaches the threshold (`RoverPolicy.fires`); else its
+    probability reaching it (`replay` reports it per tick and scores the probability, as the
+    gate does). `steer`: the movement type the rover executes, not fired, whose predicted
+    values moved more than the steering deadband from the executed ones. `start`: on a rover
+    nothing was sent to, the movement type that starts it. A rover sends `send`
     (fired, steering or starting)."""
 
     t_ms: float
@@ -154,6 +159,42 @@ def early_resend(
         for name, sent in last.values.items()
     )
     return last.type if same else None
+
+
+def person_chance(probability: float, weight: float) -> float:
+    """The chance that the person sends in this window, from the event head's `probability`
+    when training counted a window where the type fires `weight` times to balance a rare type
+    (`output.eventWeights`, `learn.event_weights`).
+
+    Why: a loss that counts a firing window w times is lowest where the model answers w times
+    the person's odds, so its 0.5 stands for a 1-in-(1 + w) chance: a corridor stop (w 11.8)
+    fired about a second before the person's, and where the rover then stood further from the
+    pallet than a pallet clears, it stood until a person took over (docs/learning.md, "When
+    a command fires")."""
+    if probability >= 1.0:
+        return 1.0
+    return probability / (probability + weight * (1.0 - probability))
+
+
+def unsent_after(
+    unsent: Mapping[str, float], sent: str, previous: str | None, roles: Mapping[str, str]
+) -> dict[str, float]:
+    """Per type, the chance that the person would not have sent it (`RoverPolicy.fires`)
+    after `sent` goes out: `sent`'s own starts again; a stop- or movement-role command of
+    another type than the last such one (`previous`; None: none yet) starts every stop- and
+    movement-role type again, `other` types keep theirs.
+
+    Why: after a switch between stopping and moving the person is asked something new (go
+    again, stop again), and the chances added up before it answered the old question: a
+    corridor policy, its `drive` chances carried across its own stop, restarted at the next
+    tick with the pallet still ahead, stopped, restarted, until the supervisor stopped it
+    within 2.5 m of the pallet (docs/learning.md, "When a command fires")."""
+    switch = roles.get(sent) in MOTION_ROLES and sent != previous
+    return {
+        kind: chance
+        for kind, chance in unsent.items()
+        if kind != sent and not (switch and roles.get(kind) in MOTION_ROLES)
+    }
 
 
 def start_type(
@@ -387,6 +428,11 @@ class RoverPolicy:
         self.last_motion: SentMotion | None = None
         self.pending_motion: list[SentMotion] = []
         self.resend_after = spec.policy.resend_after
+        # How training balanced each type's events (none: an export made before), and per
+        # type the chance that the person would not have sent it since it was last sent
+        # (`unsent_after` says when that starts again).
+        self.event_weights = spec.policy.event_weights
+        self.unsent: dict[str, float] = {}
         self.tracker = StateTracker(self.schema, given.state.superseded_without_bins)
         self.rotation = 0
 
@@ -425,6 +471,7 @@ class RoverPolicy:
         self.engaged = False
         self.take_overs = 0
         self.owed = {}
+        self.unsent = {}
 
     def engage(self) -> None:
         """Supervised driving: the operator hands the rover to the policy. It stays engaged
@@ -452,6 +499,9 @@ class RoverPolicy:
             if not isinstance(value, int | float) or not math.isfinite(value):
                 raise ValueError(f"command value {name}={value!r} is not a finite number")
         known = self.tracker.observe(t_ms, command_type, values)
+        before = self.pending_motion[-1] if self.pending_motion else self.last_motion
+        previous = before.type if before is not None else None
+        self.unsent = unsent_after(self.unsent, command_type, previous, self.roles)
         role = self.roles.get(command_type)
         if by == HUMAN and self.engaged and role in MOTION_ROLES:
             self.engaged = False
@@ -506,7 +556,7 @@ class RoverPolicy:
         for slot, command_type in enumerate(self.types):
             p = float(probability[slot])
             chance[command_type] = p
-            fire[command_type] = p >= self.threshold
+            fire[command_type] = self.fires(command_type, p)
             row = values[0, slot]
             named[command_type] = {
                 name: float(row[column]) for column, name in enumerate(self.value_names[slot])
@@ -549,6 +599,25 @@ class RoverPolicy:
             if sending.get(kind) and (fire[kind] or steer[kind]):
                 self.owed[(kind, name)] = wanted - named[kind][name]
         return decision
+
+    def fires(self, kind: str, probability: float) -> bool:
+        """Whether `kind`'s event fires this tick: the chance that the person would have sent
+        it in one of the windows since it was last sent, this one included, reaches the
+        threshold, each window's chance read from the event head with the rare-type balance
+        undone (`person_chance`), the windows independent given what the rover saw and sent.
+        So a command goes out when half of the people the recordings show would have sent
+        it, not when the first few would. The weight training adds to a switch between
+        stopping and moving (`typeChangeEventWeight`) stays in the reading on purpose: a
+        switch goes out sooner, when about one person in six would have made it (with it
+        undone too, a warehouse policy drove past 3-4 of 16 pallets it was unsure of).
+        An export without `output.eventWeights` fires at probability >= the threshold, as it
+        was trained."""
+        if not self.event_weights:
+            return probability >= self.threshold
+        weight = self.event_weights.get(kind, 1.0)
+        unsent = self.unsent.get(kind, 1.0) * (1.0 - person_chance(probability, weight))
+        self.unsent[kind] = unsent
+        return 1.0 - unsent >= self.threshold
 
     def keep_pressed(
         self,
