@@ -110,8 +110,8 @@ class Selection:
         0,
         1_000_000,
         integer=True,
-        doc="selection evaluations without improvement before training stops as converged "
-        "(0: never)",
+        doc="selection evaluations without improvement before training stops as converged, "
+        "and no fewer than led to the best (0: never)",
     )
 
 
