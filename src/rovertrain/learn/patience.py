@@ -7,10 +7,10 @@ best, and no sooner than it has gone on as long again as it took to reach the be
 
 Why the second condition: the selection loss can stand still for a while before it falls
 again, while the policy learns to use the picture (a warehouse job: best at step 1200,
-level to 2200, then down by a fifth to 4400 as the pallets were learned). A fixed count of
+level to 2200, then down by 30% to 4400 as the pallets were learned). A fixed count of
 measurements stops such a job on the level, and its model cannot see (docs/learning.md,
-"Train while it helps, publish the best"). How long a level lasts grows with how long the
-job has trained, so the wait does too.
+"Train while it helps, publish the best"). The wait scales with the job instead of being one
+count for every pool; a level longer than the training before it still ends a job.
 """
 
 from __future__ import annotations
