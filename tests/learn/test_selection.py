@@ -95,6 +95,10 @@ def test_the_best_weights_are_put_back_at_the_end() -> None:
     assert summary.measurements == 2 and summary.best_step == 10 and summary.restored_best
     assert summary.last_loss is not None and summary.best_loss is not None
     assert summary.last_loss > summary.best_loss
+    assert [step for step, _ in summary.losses] == [10, 17]  # the curve, every measurement
+    assert summary.losses == ((10, summary.best_loss), (17, summary.last_loss))
+    assert summary.to_json()["losses"] == [[10, round(summary.best_loss, 6)],
+                                           [17, round(summary.last_loss, 6)]]  # fmt: skip
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, kept[name]), name
 

@@ -29,6 +29,7 @@ class SelectionSummary:
     last_loss: float | None
     restored_best: bool
     average_decay: float = 0.0
+    losses: tuple[tuple[int, float], ...] = ()  # (step, selection loss), every measurement
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +41,8 @@ class SelectionSummary:
             "lastLoss": self.last_loss,
             "publishedBest": self.restored_best,
             "weightAverageDecay": self.average_decay,
+            # The curve, so that a level before a fall (learn/patience.py) can be seen.
+            "losses": [[step, round(loss, 6)] for step, loss in self.losses],
         }
 
 
@@ -66,6 +69,7 @@ class BestWeights:
         self.rule = Patience(patience if len(windows) else 0)
         self.best: dict[str, torch.Tensor] | None = None
         self.measured_at: int | None = None
+        self.losses: list[tuple[int, float]] = []
 
     def measure(self, step: int) -> None:
         if not len(self.windows) or step == self.measured_at:
@@ -73,6 +77,7 @@ class BestWeights:
         self.measured_at = step
         loss = predict(self.measured, self.windows, self.batch_size, setup=self.setup).loss
         assert loss is not None
+        self.losses.append((step, loss))
         if self.rule.observe(step, loss):
             self.best = copy.deepcopy(self.measured.state_dict())
 
@@ -102,4 +107,5 @@ class BestWeights:
             last_loss=rule.last_loss,
             restored_best=restored,
             average_decay=self.average.decay if self.average is not None else 0.0,
+            losses=tuple(self.losses),
         )
