@@ -372,9 +372,11 @@ def _numbers_by_type(
         return {}
     found: dict[str, float] = {}
     for kind, number in _object(given, f"output.{key}").items():
-        if not isinstance(number, int | float) or isinstance(number, bool):
-            raise RuntimeSpecError(f"output.{key}.{kind}: {what}")
-        if not low <= number <= high:
+        if (
+            not isinstance(number, int | float)
+            or isinstance(number, bool)
+            or not low <= number <= high
+        ):
             raise RuntimeSpecError(f"output.{key}.{kind}: {what}")
         found[kind] = float(number)
     return found

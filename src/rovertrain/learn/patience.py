@@ -28,7 +28,6 @@ class Patience:
     best_step: int = 0
     measurements: int = 0
     since_best: int = 0
-    to_best: int = 0  # measurements up to and including the best
     last_loss: float | None = None
 
     def observe(self, step: int, loss: float) -> bool:
@@ -37,11 +36,11 @@ class Patience:
         self.last_loss = loss
         if loss < self.best_loss * (1 - MIN_IMPROVEMENT):
             self.best_loss, self.best_step, self.since_best = loss, step, 0
-            self.to_best = self.measurements
             return True
         self.since_best += 1
         return False
 
     def converged(self) -> bool:
         """`patience` measurements without a new best, and as many as led to the best."""
-        return self.patience > 0 and self.since_best >= max(self.patience, self.to_best)
+        to_best = self.measurements - self.since_best
+        return self.patience > 0 and self.since_best >= max(self.patience, to_best)

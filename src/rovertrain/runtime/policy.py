@@ -611,7 +611,7 @@ class RoverPolicy:
         switch goes out sooner, when about one person in six would have made it (with it
         undone too, a warehouse policy drove past 3-4 of 16 pallets it was unsure of).
         An export without `output.eventWeights` fires at probability >= the threshold, as it
-        was trained."""
+        was trained. Records this window's chance: called once per type and tick (`tick`)."""
         if not self.event_weights:
             return probability >= self.threshold
         weight = self.event_weights.get(kind, 1.0)
