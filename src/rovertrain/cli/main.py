@@ -138,7 +138,12 @@ def run(job_path: str, progress: bool | None, nproc: int) -> None:
     body = functools.partial(
         _run_job, place=place, job_path=job_path, progress=progress, nproc=nproc
     )
-    _run_with_events(body, writes_events=place.leads)
+    try:
+        _run_with_events(body, writes_events=place.leads)
+    finally:
+        from rovertrain.job.control import ignore_stop_signals
+
+        ignore_stop_signals()
 
 
 def _run_job(

@@ -30,6 +30,16 @@ from rovertrain.protocol.events import EventStream
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+def ignore_stop_signals() -> None:
+    """For a job process whose outcome is decided and written: a stop signal from now on has
+    nothing to stop. Ignored rather than left to `JobControl`'s flag-only handler, because the
+    interpreter puts the default action back for Python handlers while it finalizes, and a
+    SIGTERM then killed a job that had completed (its supervisor saw `complete`, then a
+    signal instead of exit code 0)."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+
+
 class Phase(StrEnum):
     START = "start"
     DECODE = "decode"
