@@ -152,3 +152,36 @@ def test_drive_carracing_refuses_what_cannot_drive_the_car(
     road = cli("drive", str(tmp_path / "training" / "checkpoints" / road_id), "--world",
                "carracing")  # fmt: skip
     assert road.code == 2 and "drive {turn, throttle}" in road.last()["message"]
+
+
+class Straight:
+    """Gas, the wheel straight: where the car's nose points, it goes."""
+
+    name = "policy"
+
+    def act(self, t_ms: float, camera: Any, pose: Any) -> list[SentCommand]:
+        return [SentCommand(t_ms, "drive", {"turn": 0.0, "throttle": 0.5})] if t_ms == 0 else []
+
+
+@pytest.mark.parametrize("seed", [0, 1])  # both sides of the track
+def test_a_drifted_start_parks_the_car_on_the_grass_nose_out(seed: int) -> None:
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("Box2D")
+    from rovertrain.sim.carracing import make_env
+    from rovertrain.sim.carracing_drive import ScriptedDriver, race
+    from rovertrain.sim.choices import DRIFT_OFFSET, DRIFTED, drift_of
+
+    drift = drift_of(DRIFTED, seed)
+    env = make_env(6 * 50 + 1)
+    try:
+        track = fresh_track(seed)
+        person = race(env, track, ScriptedDriver, 6.0, drift=drift)
+        straight = race(env, track, lambda follower: Straight(), 1.5, drift=drift)
+    finally:
+        env.close()
+    assert person.offsets[0] == pytest.approx(DRIFT_OFFSET, abs=0.05)  # off the road, parked
+    assert person.speeds[0] < 0.5
+    metrics = race_metrics(person, seed, DRIFTED)
+    assert metrics.back_in_lane_s is not None and metrics.back_in_lane_s < 4, metrics
+    # Straight ahead, the car leaves the road further: its nose points out.
+    assert straight.offsets[-1] > straight.offsets[0] + 0.3

@@ -74,9 +74,37 @@ def test_drive_in_the_warehouse_without_baselines(cli, checkpoint: Path) -> None
     assert result.of("rollout")[0]["seed"] == 5
 
 
+def test_drive_from_a_drifted_start_on_request(cli, checkpoint: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = cli("drive", str(checkpoint), "--seconds", "4", "--seeds", "2", "--start", "drifted",
+                 "--start", "rest", "--out", str(out))  # fmt: skip
+    assert result.code == 0, result.stderr
+    rollouts = result.of("rollout")
+    # In report order whatever the order asked; the person drives from each place once.
+    assert [(e["controller"], e["start"]) for e in rollouts[::2]] == [
+        ("policy", "rest"), ("human", "rest"), ("copycat", "rest"), ("blind", "rest"),
+        ("policy", "drifted"), ("human", "drifted"), ("copycat", "drifted"), ("blind", "drifted"),
+    ]  # fmt: skip
+    drifted = {e["controller"]: e for e in rollouts if e["start"] == "drifted" and e["seed"] == 0}
+    assert drifted["human"]["backInLaneSeconds"] > 0  # parked outside, the person turns back
+    assert drifted["copycat"]["backInLaneSeconds"] is None  # nothing sent, it stays there
+    assert drifted["copycat"]["inLaneFraction"] == 0.0
+    assert all(e["backInLaneSeconds"] == 0.0 for e in rollouts if e["start"] == "rest")
+    summary = result.last()
+    assert set(summary["starts"]) == {"rest", "drifted"}
+    assert summary["controllers"] == summary["starts"]["rest"]["controllers"]  # the first
+    reference = summary["starts"]["drifted"]["controllers"]["human"]
+    assert reference["inLaneFraction"] < summary["controllers"]["human"]["inLaneFraction"]
+    # --out films the first start asked for: the policy from rest, the person from rest.
+    ticks = Path(summary["files"]["ticks"]).read_text().splitlines()
+    assert json.loads(ticks[0])["sent"] != []  # from rest, no shadow: it sends at once
+
+
 def test_drive_refuses_bad_arguments(cli, checkpoint: Path, tmp_path: Path) -> None:
     assert cli("drive", str(checkpoint), "--seed", "1", "--seeds", "2").code == 2
     assert cli("drive", str(checkpoint), "--world", "moon").code == 2
+    assert cli("drive", str(checkpoint), "--start", "sideways").code == 2
+    assert cli("drive", str(checkpoint), "--supervised", "--start", "drifted").code == 2
     missing = cli("drive", str(tmp_path / "nothing"), "--seconds", "1")
     assert missing.code != 0 and missing.last()["kind"] == "error"
 

@@ -233,6 +233,7 @@ def test_margins_are_policy_minus_baseline() -> None:
             in_lane_fraction=lane,
             mean_abs_offset=0.2,
             first_departure_s=None,
+            back_in_lane_s=0.0,
             distance_m=distance,
             moving_fraction=0.8,
             obstacles_met=4,

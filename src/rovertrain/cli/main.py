@@ -21,7 +21,14 @@ from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode, exit_code_for_error
 from rovertrain.contracts.settings import knobs
 from rovertrain.sim import registry
-from rovertrain.sim.choices import CONTINUOUS, DRIVERS, driver_help
+from rovertrain.sim.choices import (
+    CONTINUOUS,
+    DEFAULT_STARTS,
+    DRIVERS,
+    STARTS,
+    driver_help,
+    start_help,
+)
 from rovertrain.sim.world_protocol import SynthRequest
 
 if TYPE_CHECKING:
@@ -550,6 +557,14 @@ def replay(
     help="Who drives the human baseline (the driver the recordings were made with).",
 )
 @click.option(
+    "--start",
+    "start_list",
+    multiple=True,
+    type=click.Choice(tuple(STARTS)),
+    help="How the controllers get the rover (repeatable; default: "
+    f"{' and '.join(DEFAULT_STARTS)}): {start_help()}",
+)
+@click.option(
     "--supervised",
     is_flag=True,
     help="Drive fresh (field) worlds while the human model watches and takes over outside "
@@ -570,11 +585,14 @@ def drive(
     out: str | None,
     baselines: bool,
     driver: str,
+    start_list: tuple[str, ...],
     supervised: bool,
     record: str | None,
 ) -> None:
     """Let the policy drive a simulated world, closed loop, next to its baselines
     (CHECKPOINT: an exported folder or a checkpoint folder)."""
+    if start_list and supervised:
+        raise click.UsageError("--supervised drives its field worlds from rest: drop --start")
     if seed_list and seed_count is not None:
         raise click.UsageError("give --seed or --seeds, not both")
     if record is not None and not supervised:
@@ -583,7 +601,9 @@ def drive(
         raise click.UsageError("--out films an unsupervised drive; --supervised has --record")
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
-    _drive(checkpoint, world, seconds, seeds, out, baselines, driver, supervised, record)
+    # In report order (`STARTS`), each once.
+    starts = tuple(name for name in STARTS if name in start_list) or DEFAULT_STARTS
+    _drive(checkpoint, world, seconds, seeds, out, baselines, driver, starts, supervised, record)
 
 
 @events_body
@@ -596,6 +616,7 @@ def _drive(
     out: str | None,
     baselines: bool,
     driver: str,
+    starts: tuple[str, ...],
     supervised: bool,
     record: str | None,
 ) -> int:
@@ -607,7 +628,7 @@ def _drive(
         from rovertrain.deploy.supervised_drive import drive_supervised
 
         return drive_supervised(checkpoint, world, length, seeds, record, stream, driver)
-    return drive_policy(checkpoint, world, length, seeds, out, baselines, driver, stream)
+    return drive_policy(checkpoint, world, length, seeds, out, baselines, driver, starts, stream)
 
 
 @cli.command()

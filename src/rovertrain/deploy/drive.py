@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.deploy.tick_log import TICKS_FILE, DecisionLog, tick_rows, write_ticks
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.choices import STARTS
+from rovertrain.sim.hand_over import reference_start
 from rovertrain.sim.registry import lookup
 from rovertrain.sim.rollout import (
     BASELINES,
@@ -28,9 +28,6 @@ from rovertrain.sim.rollout import (
     RolloutTrace,
 )
 from rovertrain.sim.world_protocol import DriveRequest
-
-FILMED_START = next(iter(STARTS))
-"""--out films the policy's rollout from the first start (the hand-over)."""
 
 if TYPE_CHECKING:
     from rovertrain.deploy.rollout_media import RolloutVideo
@@ -46,9 +43,11 @@ class DriveMedia:
         directory: Path | None,
         world: str,
         first_seed: int,
+        filmed_start: str,
         log: DecisionLog | None = None,
     ):
         self.directory, self.world, self.first_seed = directory, world, first_seed
+        self.filmed_start = filmed_start  # the first start's rollouts (`drive`'s first)
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
         self.video_sink: RolloutVideo | None = None
@@ -65,8 +64,10 @@ class DriveMedia:
         return self.video_sink
 
     def rollout_done(self, metrics: AnyRollout, trace: RolloutTrace) -> None:
-        """Keeps the first seed's rollouts from the first start, and the human's (from rest)."""
-        filmed = metrics.start == FILMED_START or metrics.controller == "human"
+        """Keeps the first seed's rollouts from the first start, and the human's reference
+        for it."""
+        taken = reference_start(self.filmed_start) if metrics.controller == "human" else None
+        filmed = metrics.start in (self.filmed_start, taken)
         if metrics.seed != self.first_seed or not filmed:
             return
         if metrics.controller == "policy":
@@ -136,6 +137,7 @@ def drive_policy(
     out: str | None,
     baselines: bool,
     driver: str,
+    starts: Sequence[str],
     stream: EventStream,
 ) -> int:
     from rovertrain.deploy.replay import load_policy
@@ -152,7 +154,7 @@ def drive_policy(
     directory = Path(out).resolve() if out is not None else None
     # --out: the policy's first rollout tick by tick as well.
     log = DecisionLog(loaded.policy) if directory is not None else None
-    media = DriveMedia(directory, world, seeds[0], log)
+    media = DriveMedia(directory, world, seeds[0], starts[0], log)
 
     # 2. Every controller on every seed: a `rollout` event and a line on stderr each.
     def on_rollout(metrics: AnyRollout) -> None:
@@ -166,7 +168,7 @@ def drive_policy(
         controllers,
         on_rollout,
         driver,
-        tuple(STARTS),
+        tuple(starts),
     )
     try:
         outcome = simulated_world.drive(request, media)

@@ -20,13 +20,13 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 import numpy as np
 
 from rovertrain.contracts.errors import require_packages
 from rovertrain.data.recording import CommandLine
-from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD, Drift
 from rovertrain.sim.recorder import (
     H264,
     SessionFiles,
@@ -35,7 +35,14 @@ from rovertrain.sim.recorder import (
     prefixed_session_ids,
     record_dataset,
 )
-from rovertrain.sim.teleop import LINKS, CarPose, Lapses, TrackFollower, car_action
+from rovertrain.sim.teleop import (
+    LINKS,
+    TRACK_HALF_WIDTH,
+    CarPose,
+    Lapses,
+    TrackFollower,
+    car_action,
+)
 from rovertrain.sim.world_protocol import SynthRequest
 
 if TYPE_CHECKING:
@@ -124,6 +131,29 @@ def car_pose(state: CarRacingState) -> CarPose:
         float(hull.angle),
         math.hypot(float(velocity[0]), float(velocity[1])),
     )
+
+
+def park_drifted(env: gymnasium.Env[np.ndarray, np.ndarray], drift: Drift) -> np.ndarray:
+    """The car rebuilt, parked, where a drifted start leaves it (`choices.Drift`): across the
+    track's first waypoint, `drift.offset` road half-widths from the centre line (on the
+    grass), its nose `drift.heading` further out. Returns the camera's picture after one
+    standstill step (the reset's shows the car where the track put it)."""
+    from gymnasium.envs.box2d.car_dynamics import Car
+
+    unwrapped = cast(Any, env.unwrapped)
+    _, direction, x, y = unwrapped.track[0]
+    # The track's lateral (its edges are the centre plus or minus the half-width along it) is
+    # (cos, sin) of the waypoint's direction; a car's nose turns toward it as its angle falls.
+    across = drift.offset * TRACK_HALF_WIDTH
+    unwrapped.car.destroy()
+    unwrapped.car = Car(  # type: ignore[no-untyped-call]
+        unwrapped.world,
+        direction - drift.heading,
+        x + across * math.cos(direction),
+        y + across * math.sin(direction),
+    )
+    observation, *_ = env.step(np.zeros(3, dtype=np.float32))
+    return observation
 
 
 def follower_for(state: CarRacingState) -> TrackFollower:

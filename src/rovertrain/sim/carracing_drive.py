@@ -9,8 +9,10 @@ every 100 ms through `rovertrain.runtime` with the newest observation; what it s
 The starts (`sim.choices.STARTS`): handed over, the scripted driver drives the first
 `HAND_OVER_MS` (the car is moving when the policy takes it, as an operator hands over; the
 policy ticks in the shadow and observes those commands, then drives alone); from rest, the
-policy drives the parked car from the first step. The copycat repeats the hand-over's
-last command every keepalive. The scripted driver drives the whole rollout as the baseline. Tracks are drawn from `--seed` values never used by
+policy drives the parked car from the first step; drifted, the same with the car parked on
+the grass beside the track, its nose out (`carracing.park_drifted`). The copycat repeats the
+hand-over's last command every keepalive. The scripted driver drives the whole rollout as the
+baseline (from a drifted start, from there). Tracks are drawn from `--seed` values never used by
 `synth --world carracing` (`fresh_track`), so the policy has not seen them.
 
 Figures: the environment's own reward and tiles visited (`RaceFigures`, the world's own
@@ -28,8 +30,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rovertrain.sim.carracing import FPS, SIZE, WORLD, car_pose, follower_for, make_env, state_of
-from rovertrain.sim.choices import CONTINUOUS, HAND_OVER
+from rovertrain.sim.carracing import (
+    FPS,
+    SIZE,
+    WORLD,
+    car_pose,
+    follower_for,
+    make_env,
+    park_drifted,
+    state_of,
+)
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, Drift, drift_of
 from rovertrain.sim.drivers import Camera, Controller, SentCommand, TickPolicy
 from rovertrain.sim.hand_over import Copycat, PolicyDriver, rollout_plan, start_named
 from rovertrain.sim.race import RaceFigures, RaceMargin, RaceSummary, race_margin, race_summary
@@ -39,6 +50,7 @@ from rovertrain.sim.rollout import (
     FiguresKind,
     FrameSink,
     RolloutMetrics,
+    back_in_lane_seconds,
     command_counts,
     lane_figures,
     report_of,
@@ -127,10 +139,14 @@ def race(
     make: Callable[[TrackFollower], Controller[CarPose]],
     seconds: float,
     on_frame: FrameSink | None = None,
+    drift: Drift | None = None,
 ) -> RaceTrace:
-    """One controller on track `track` for at most `seconds` (the episode may end first);
-    `on_frame` gets the observation every 100 ms (a video)."""
+    """One controller on track `track` for at most `seconds` (the episode may end first),
+    the car parked where `drift` says (None: where the track puts it); `on_frame` gets the
+    observation every 100 ms (a video)."""
     observation, _ = env.reset(seed=track)
+    if drift is not None:
+        observation = park_drifted(env, drift)
     state = state_of(env)
     controller = make(follower_for(state))
     centre = follower_for(state)
@@ -176,6 +192,7 @@ def race_metrics(
         in_lane_fraction=in_lane,
         mean_abs_offset=mean_offset,
         first_departure_s=departure,
+        back_in_lane_s=back_in_lane_seconds(offsets, STEP_MS),
         distance_m=float(speeds.sum() * STEP_MS / 1000.0),
         moving_fraction=float((speeds > MOVING_SPEED).mean()) if len(speeds) else 0.0,
         obstacles_met=0,
@@ -199,7 +216,7 @@ def controller_maker(
 ) -> Callable[[TrackFollower], Controller[CarPose]]:
     """The scripted driver (at the page of `driver`), or the copycat or a policy driver that
     takes the car at `start` (`choices.STARTS`: handed over by the scripted driver after
-    `HAND_OVER_MS`, or from rest)."""
+    `HAND_OVER_MS`, or from rest, drifted or not)."""
 
     def make(follower: TrackFollower) -> Controller[CarPose]:
         if name == "human":
@@ -229,7 +246,8 @@ def carracing_report(
     starts: Sequence[str] = (HAND_OVER,),
 ) -> RaceReport:
     """The policy and its baselines on the fresh tracks of `seeds` from every start (see the
-    module docstring; the scripted driver drives each track once, from rest). `video(seed)`
+    module docstring; the scripted driver drives each track once from rest, and once from a
+    drifted start when one is asked). `video(seed)`
     may return a frame sink for the policy's first rollout on that seed."""
     if controllers is None:
         controllers = ("policy", *BASELINES) if policy_factory is not None else ("human", "copycat")
@@ -241,7 +259,8 @@ def carracing_report(
             filmed = video is not None and plan.first and plan.controller == "policy"
             for seed in seeds:
                 sink = video(seed) if filmed and video is not None else None
-                trace = race(env, fresh_track(seed), make, seconds, sink)
+                drift = drift_of(plan.start, seed)
+                trace = race(env, fresh_track(seed), make, seconds, sink, drift)
                 metrics = race_metrics(trace, seed, plan.start)
                 rows.append(metrics)
                 if on_rollout is not None:

@@ -9,6 +9,9 @@ the same for every world:
   while driving.
 - `rest`: the rover parked, the policy engaged, nothing sent yet: the controller drives from
   t=0. A policy that only ever saw a moving rover must still get going.
+- `drifted` (on request, `drive --start`): as `rest`, the rover parked past its lane's edge,
+  its nose turned out (`choices.Drift`; the world places it): a state no person drove into.
+  The human drives each seed from there too, as that start's reference.
 
 A `Start` is the value: who leads until when, and an opening command sent at the hand-over
 (`drive --supervised` opens its field rollouts with the person's first command). While the
@@ -28,7 +31,7 @@ from typing import Generic
 import numpy as np
 
 from rovertrain.contracts.observation import BLIND_GREY
-from rovertrain.sim.choices import HAND_OVER, HAND_OVER_MS, REST, STARTS
+from rovertrain.sim.choices import DRIFTED, HAND_OVER, HAND_OVER_MS, REST, STARTS
 from rovertrain.sim.drivers import (
     KEEPALIVE_MS,
     Camera,
@@ -59,7 +62,8 @@ AT_REST: Start[object] = Start()
 
 def start_named(name: str, person: Controller[StateT]) -> Start[StateT]:
     """Start `name` (`STARTS`) of a rollout whose person is `person` (a fresh controller that
-    drives this rollout's world)."""
+    drives this rollout's world). A drifted start is a start from rest where the world parked
+    the rover (`choices.drift_of`)."""
     if name not in STARTS:
         raise ValueError(f"unknown start {name!r}; known: {', '.join(STARTS)}")
     return Start(HAND_OVER_MS, lead=person) if name == HAND_OVER else Start()
@@ -70,8 +74,12 @@ HUMAN = "human"
 
 
 def taken_at(controller: str, start: str) -> str:
-    """The start a controller's rollout is reported under: the human drives from rest."""
-    return REST if controller == HUMAN else start
+    """The start a controller's rollout is reported under: the human drives from rest, or
+    from where a drifted start parks the rover (nobody hands it over, and from the centre
+    line it would answer another question)."""
+    if controller == HUMAN and start != DRIFTED:
+        return REST
+    return start
 
 
 @dataclass(frozen=True)
@@ -86,13 +94,21 @@ class PlannedRollouts:
 
 def rollout_plan(starts: Sequence[str], controllers: Sequence[str]) -> list[PlannedRollouts]:
     """Every controller from every start, start by start, in `controllers`' order; the human
-    once, from rest: its rollout does not depend on the start and is every start's reference."""
-    return [
-        PlannedRollouts(name, taken_at(name, start), index == 0)
-        for index, start in enumerate(starts)
-        for name in controllers
-        if not (name == HUMAN and index > 0)
-    ]
+    once from each place it starts (`taken_at`: from rest for the hand-over and rest, from
+    the drifted pose): its rollout is those starts' reference."""
+    plan: list[PlannedRollouts] = []
+    for index, start in enumerate(starts):
+        for name in controllers:
+            taken = taken_at(name, start)
+            if name == HUMAN and any(p.controller == HUMAN and p.start == taken for p in plan):
+                continue
+            plan.append(PlannedRollouts(name, taken, index == 0))
+    return plan
+
+
+def reference_start(start: str) -> str:
+    """The start of the human rollouts that are `start`'s reference."""
+    return taken_at(HUMAN, start)
 
 
 class HandedOver(ABC, Generic[StateT]):

@@ -21,12 +21,13 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, STARTS
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, STARTS, drift_of
 from rovertrain.sim.drivers import Controller, SentCommand, TickPolicy
 from rovertrain.sim.hand_over import (
     Copycat,
     PolicyDriver,
     Start,
+    reference_start,
     rollout_plan,
     start_named,
     taken_at,
@@ -168,6 +169,9 @@ class DrivingFigures:
     in_lane_fraction: float
     mean_abs_offset: float
     first_departure_s: float | None  # a summary's: the earliest over the seeds
+    # Back inside the lane after this many seconds (0: started there; None: never); a
+    # summary's: the longest over the seeds, None when one never got back.
+    back_in_lane_s: float | None
     distance_m: float
     moving_fraction: float
     obstacles_met: int
@@ -193,6 +197,7 @@ class DrivingFigures:
             "inLaneFraction": round(self.in_lane_fraction, 4),
             "meanAbsOffset": round(self.mean_abs_offset, 4),
             "firstDepartureSeconds": self.first_departure_s,
+            "backInLaneSeconds": self.back_in_lane_s,
             "distanceMetres": round(self.distance_m, 2),
             "movingFraction": round(self.moving_fraction, 4),
             "obstacles": {
@@ -257,6 +262,15 @@ def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | N
     return float(1.0 - outside.mean()), float(np.abs(x).mean()), departure
 
 
+def back_in_lane_seconds(x: np.ndarray, step_ms: float) -> float | None:
+    """Seconds until the rover is first inside the lane: 0 when it starts there (every start
+    but a drifted one), None when it never gets back."""
+    inside = np.abs(x) <= LANE_HALF_WIDTH
+    if not inside.any():
+        return None
+    return round(int(np.argmax(inside)) * step_ms / 1000.0, 2)
+
+
 def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -308,6 +322,7 @@ def rollout_metrics(
         in_lane_fraction=in_lane,
         mean_abs_offset=mean_offset,
         first_departure_s=departure,
+        back_in_lane_s=back_in_lane_seconds(x, STEP_MS),
         distance_m=trace.s[-1] if trace.s else 0.0,
         moving_fraction=float(np.mean(trace.moving)) if trace.moving else 0.0,
         obstacles_met=met,
@@ -341,6 +356,14 @@ class ControllerSummary(DrivingFigures, Generic[PoolT]):
         }
 
 
+def longest_return(seconds: Sequence[float | None]) -> float | None:
+    """The summary's `back_in_lane_s`: the longest over the seeds, None when a seed never
+    got back (a worst case, as `first_departure_s` is the earliest)."""
+    if any(value is None for value in seconds):
+        return None
+    return max((value for value in seconds if value is not None), default=0.0)
+
+
 def controller_summary(
     rows: Sequence[RolloutMetrics[Row]], kind: FiguresKind[Row, Pool, Gap]
 ) -> ControllerSummary[Pool]:
@@ -351,6 +374,7 @@ def controller_summary(
         in_lane_fraction=float(np.mean([r.in_lane_fraction for r in rows])),
         mean_abs_offset=float(np.mean([r.mean_abs_offset for r in rows])),
         first_departure_s=min(departures) if departures else None,
+        back_in_lane_s=longest_return([r.back_in_lane_s for r in rows]),
         departed_seeds=len(departures),
         distance_m=float(np.mean([r.distance_m for r in rows])),
         moving_fraction=float(np.mean([r.moving_fraction for r in rows])),
@@ -476,7 +500,8 @@ def make_controller(
 @dataclass(frozen=True)
 class RolloutRequest:
     """One rollout on a rover world: `controller` on world seed `seed` for `seconds`, taking
-    the rover at `start` (`choices.STARTS`; the human drives from rest whatever the start).
+    the rover at `start` (`choices.STARTS`; the human drives from rest, or drifted:
+    `hand_over.taken_at`).
     `policy` makes the policy a policy driver drives (called once per rollout; a cached policy
     is fine: the driver resets it). `driver`: who the human is (`choices.DRIVERS`)."""
 
@@ -493,8 +518,12 @@ def rollout(
     request: RolloutRequest, on_frame: FrameSink | None = None
 ) -> tuple[RolloutMetrics[NoOwnFigures], RolloutTrace]:
     """One controller on its world seed (the human model is the scenario's own driver, and the
-    person who hands the rover over)."""
+    person who hands the rover over), where its start parks the rover (`choices.drift_of`)."""
     scenario = rollout_scenario(request.world, request.seed, driver=request.driver)
+    drift = drift_of(request.start, request.seed)
+    if drift is not None:
+        pose = scenario.world.pose
+        pose.x, pose.heading = drift.offset, drift.heading
     human = request.controller == "human"
     controller: Controller[World] = (
         scenario.human
@@ -576,12 +605,17 @@ def report_of(
     kind: FiguresKind[Row, Pool, Gap],
 ) -> ClosedLoopReport[Row, Pool, Gap]:
     """Every controller's rollouts pooled per start, and the policy's margin over each other
-    one; the human's rollouts (from rest) are every start's reference. The report's own
-    summaries and margins are the first start's (`choices.STARTS` order: the hand-over)."""
+    one; the human's rollouts from the start's reference place (`reference_start`: from rest,
+    or drifted) are its reference. The report's own summaries and margins are the first
+    start's (`choices.STARTS` order: the hand-over)."""
     driven = {row.start for row in rows if row.controller != "human"} or {HAND_OVER}
     starts = {
         start: start_figures(
-            [row for row in rows if row.start == start or row.controller == "human"],
+            [
+                row
+                for row in rows
+                if row.start == (reference_start(start) if row.controller == "human" else start)
+            ],
             controllers,
             kind,
         )
