@@ -33,6 +33,25 @@ def test_drive_summary_puts_the_policy_next_to_each_baseline() -> None:
     assert lines[-1] == "  policy vs copycat: in lane +75.0%, stops +90%"
 
 
+def test_drive_summary_names_each_start_and_how_long_a_drifted_rover_took_to_get_back() -> None:
+    rest = {"controllers": {"policy": _controller(0.95, 10, 9)}, "margins": {}}
+    back = {**_controller(0.9, 10, 9), "backInLaneSeconds": 2.5}
+    never = {**_controller(0.0, 0, 0), "backInLaneSeconds": None}
+    drifted = {"controllers": {"policy": back, "copycat": never}, "margins": {}}
+    event = {
+        "world": "road",
+        "seeds": [0],
+        "seconds": 60.0,
+        **rest,
+        "starts": {"rest": rest, "drifted": drifted},
+    }
+    lines = drive_lines(event)
+    assert lines[1] == " from rest (rest):" and "back in the lane" not in lines[2]
+    assert lines[3] == " from a drifted start (drifted):"
+    assert lines[4].endswith(", back in the lane after 2.5 s")
+    assert lines[5].endswith(", never back in the lane")
+
+
 def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
     evaluation = {
         "status": "passed imitation gate",

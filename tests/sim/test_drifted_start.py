@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rovertrain.sim.choices import DRIFT_OFFSET, DRIFTED, HAND_OVER, REST, Drift, drift_of
+from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.hand_over import reference_start, rollout_plan, taken_at
 from rovertrain.sim.rollout import (
     RolloutRequest,
@@ -16,9 +17,10 @@ from rovertrain.sim.rollout import (
     closed_loop_report,
     longest_return,
     rollout,
+    run_controller,
 )
 from rovertrain.sim.world import LANE_HALF_WIDTH, MAX_OFFSET
-from rovertrain.sim.worlds import WORLDS
+from rovertrain.sim.worlds import WORLDS, rollout_scenario
 
 
 def test_a_drifted_start_parks_the_rover_on_alternating_sides_past_the_edge() -> None:
@@ -48,7 +50,7 @@ def test_the_person_drives_once_from_rest_and_once_from_the_drifted_place() -> N
 
 def test_back_in_lane_counts_from_the_start_and_a_summary_takes_the_worst_seed() -> None:
     assert back_in_lane_seconds(np.array([0.2, 1.3]), 10) == 0.0  # started inside
-    assert back_in_lane_seconds(np.array([1.45, 1.5, 1.2, 0.9, 0.5]), 10) == 0.03
+    assert back_in_lane_seconds(np.array([1.45, 1.5, 1.2, 0.9, 0.5]), 10) == 0.04  # as departures
     assert back_in_lane_seconds(np.array([-1.45, -1.6, -1.6]), 10) is None
     assert longest_return([0.0, 2.5, 1.0]) == 2.5
     assert longest_return([0.0, None, 1.0]) is None
@@ -94,3 +96,22 @@ def test_a_drifted_start_is_judged_against_the_person_s_drifted_rollouts() -> No
     assert set(fields["starts"]) == {"rest", "drifted"}
     assert fields["starts"]["drifted"]["controllers"]["human"]["backInLaneSeconds"] == back
     assert report.rollouts[3].mean_abs_offset == pytest.approx(DRIFT_OFFSET)  # parked there
+
+
+class Straight:
+    """Drives on with the wheel straight, from its first tick: where the nose points, it goes."""
+
+    name = "straight"
+
+    def act(self, t_ms: float, camera: object, world: object) -> list[SentCommand]:
+        return [SentCommand(t_ms, "drive", {"speed": 0.5, "turn": 0.0})] if t_ms == 0 else []
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_drifted_rover_s_nose_points_out_of_its_lane(seed: int) -> None:
+    scenario = rollout_scenario("road", seed)
+    drift = drift_of(DRIFTED, seed)
+    assert drift is not None
+    scenario.world.pose.x, scenario.world.pose.heading = drift.offset, drift.heading
+    trace = run_controller(scenario.world, Straight(), 0.9)
+    assert abs(trace.x[-1]) == MAX_OFFSET and np.sign(trace.x[-1]) == drift.side  # at the kerb

@@ -9,7 +9,12 @@ from typing import Any
 from rovertrain.data.field import FieldFigures
 from rovertrain.learn.metrics import VALUE_AGREEMENT
 from rovertrain.protocol.eventlog import read_events
+from rovertrain.sim.choices import DRIFTED, HAND_OVER, REST
+from rovertrain.sim.rollout import back_in_lane_words
 from rovertrain.store.layout import Layout
+
+START_WORDS = {HAND_OVER: "a hand-over", REST: "rest", DRIFTED: "a drifted start"}
+"""Each start in words, for the line above its controllers."""
 
 
 def store_line(store: dict[str, Any]) -> str:
@@ -175,7 +180,7 @@ def drive_lines(event: dict[str, Any]) -> list[str]:
         starts = {"": event}
     for start, figures in starts.items():
         if start:
-            lines.append(f" from {'rest' if start == 'rest' else 'a hand-over'} ({start}):")
+            lines.append(f" from {START_WORDS.get(start, start)} ({start}):")
         lines.extend(controller_lines(figures))
     return lines
 
@@ -203,6 +208,7 @@ def controller_lines(figures: dict[str, Any]) -> list[str]:
             + ("" if rate is None else f" ({rate:.0%})")
             + f", {obstacles['collided']} hit"
             + stop_distance_words(obstacles)
+            + back_in_lane_words(row.get("backInLaneSeconds", 0.0))
         )
         if "field" in row:
             lines.append("  " + FieldFigures.of_event(row["field"]).words())

@@ -26,6 +26,7 @@ from rovertrain.sim.rollout import (
     AnyRollout,
     FrameSink,
     RolloutTrace,
+    back_in_lane_words,
 )
 from rovertrain.sim.world_protocol import DriveRequest
 
@@ -111,6 +112,7 @@ def rollout_line(metrics: AnyRollout) -> str:
         + ("" if stop is None else f" ({stop:.0%})")
         + ("" if (median := metrics.median_stop_distance) is None else f" at {median:.1f} m")
         + f", {metrics.distance_m:.0f} m"
+        + back_in_lane_words(metrics.back_in_lane_s)
         + metrics.own.words()
     )
 

@@ -133,11 +133,15 @@ def car_pose(state: CarRacingState) -> CarPose:
     )
 
 
-def park_drifted(env: gymnasium.Env[np.ndarray, np.ndarray], drift: Drift) -> np.ndarray:
+def park_drifted(
+    env: gymnasium.Env[np.ndarray, np.ndarray], drift: Drift
+) -> tuple[np.ndarray, float]:
     """The car rebuilt, parked, where a drifted start leaves it (`choices.Drift`): across the
     track's first waypoint, `drift.offset` road half-widths from the centre line (on the
     grass), its nose `drift.heading` further out. Returns the camera's picture after one
-    standstill step (the reset's shows the car where the track put it)."""
+    standstill step (the reset's shows the car where the track put it) and that step's
+    reward: the reset's credit for the tiles under the track's start comes with it, as it
+    comes with the first step of a car that was not parked."""
     from gymnasium.envs.box2d.car_dynamics import Car
 
     unwrapped = cast(Any, env.unwrapped)
@@ -152,8 +156,8 @@ def park_drifted(env: gymnasium.Env[np.ndarray, np.ndarray], drift: Drift) -> np
         x + across * math.cos(direction),
         y + across * math.sin(direction),
     )
-    observation, *_ = env.step(np.zeros(3, dtype=np.float32))
-    return observation
+    observation, reward, *_ = env.step(np.zeros(3, dtype=np.float32))
+    return observation, float(reward)
 
 
 def follower_for(state: CarRacingState) -> TrackFollower:

@@ -145,12 +145,13 @@ def race(
     the car parked where `drift` says (None: where the track puts it); `on_frame` gets the
     observation every 100 ms (a video)."""
     observation, _ = env.reset(seed=track)
+    parked = 0.0  # the park step's reward (`park_drifted`)
     if drift is not None:
-        observation = park_drifted(env, drift)
+        observation, parked = park_drifted(env, drift)
     state = state_of(env)
     controller = make(follower_for(state))
     centre = follower_for(state)
-    trace = RaceTrace(controller.name, seconds, track_tiles=len(state.track))
+    trace = RaceTrace(controller.name, seconds, track_tiles=len(state.track), reward=parked)
     executed = STANDSTILL
     filmed = 0  # trace.commands[filmed:]: sent since the previous frame
     for step in range(round(seconds * FPS)):
@@ -267,4 +268,4 @@ def carracing_report(
                     on_rollout(metrics, trace)
     finally:
         env.close()
-    return report_of(WORLD, seeds, seconds, controllers, rows, RACE)
+    return report_of(WORLD, seeds, seconds, controllers, rows, RACE, starts)

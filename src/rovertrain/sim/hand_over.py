@@ -1,8 +1,8 @@
 """The hand-over, one concept for every world: how a rollout starts before the controller under
 test drives, and the two controllers that take a start (`Copycat`, `PolicyDriver`).
 
-`drive` reports every controller from each of the `STARTS` (named in `sim.choices`),
-the same for every world:
+`drive` reports every controller from each start it is asked for (`STARTS`, named in
+`sim.choices`; `DEFAULT_STARTS` unless told), the same for every world:
 
 - `handOver`: the world's person (the human model, CarRacing's scripted driver) drives the
   first `HAND_OVER_MS`, then hands the moving rover over, as an operator engages a policy

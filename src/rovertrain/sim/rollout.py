@@ -253,22 +253,36 @@ def with_own(metrics: AnyRollout, own: Row) -> RolloutMetrics[Row]:
 
 
 def lane_figures(x: np.ndarray, step_ms: float) -> tuple[float, float, float | None]:
-    """(fraction of ticks inside the lane, mean |offset|, seconds to the first departure)."""
+    """(fraction of ticks inside the lane, mean |offset|, seconds to the first departure:
+    the first tick outside after one inside, so that a rover parked outside its lane (a
+    drifted start) departs only once it has been back)."""
     if not len(x):
         return 1.0, 0.0, None
     outside = np.abs(x) > LANE_HALF_WIDTH
-    first = int(np.argmax(outside)) if outside.any() else None
+    back = int(np.argmax(~outside)) if not outside.all() else len(x)
+    later = outside[back:]
+    first = back + int(np.argmax(later)) if later.any() else None
     departure = None if first is None else round((first + 1) * step_ms / 1000.0, 2)
     return float(1.0 - outside.mean()), float(np.abs(x).mean()), departure
 
 
 def back_in_lane_seconds(x: np.ndarray, step_ms: float) -> float | None:
     """Seconds until the rover is first inside the lane: 0 when it starts there (every start
-    but a drifted one), None when it never gets back."""
+    but a drifted one), None when it never gets back. Counted as `lane_figures` counts the
+    departure: sample k is the end of step k + 1."""
     inside = np.abs(x) <= LANE_HALF_WIDTH
     if not inside.any():
         return None
-    return round(int(np.argmax(inside)) * step_ms / 1000.0, 2)
+    first = int(np.argmax(inside))
+    return 0.0 if first == 0 else round((first + 1) * step_ms / 1000.0, 2)
+
+
+def back_in_lane_words(seconds: float | None) -> str:
+    """How long the rover took to get back into its lane, where it started outside (a
+    drifted start: its worst seed); nothing where it started inside."""
+    if seconds is None:
+        return ", never back in the lane"
+    return f", back in the lane after {seconds:.1f} s" if seconds > 0 else ""
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
@@ -540,7 +554,8 @@ def rollout(
 class Rollouts:
     """The rollouts of one drive on a rover world: every controller on every seed from every
     start (the policy and its baselines by default; without a policy, the baselines that need
-    none). The human drives each seed once, from rest: its rollout is every start's reference."""
+    none). The human drives each seed once from rest, and once from a drifted start when one
+    is asked: those rollouts are the starts' references (`hand_over.rollout_plan`)."""
 
     world: str
     seeds: Sequence[int]
@@ -592,7 +607,13 @@ def closed_loop_report(
         if on_rollout is not None:
             on_rollout(metrics, trace)
     return report_of(
-        rollouts.world, rollouts.seeds, rollouts.seconds, rollouts.names(), rows, DRIVING_ONLY
+        rollouts.world,
+        rollouts.seeds,
+        rollouts.seconds,
+        rollouts.names(),
+        rows,
+        DRIVING_ONLY,
+        rollouts.starts,
     )
 
 
@@ -603,12 +624,12 @@ def report_of(
     controllers: Sequence[str],
     rows: Sequence[RolloutMetrics[Row]],
     kind: FiguresKind[Row, Pool, Gap],
+    driven: Sequence[str] = (HAND_OVER,),
 ) -> ClosedLoopReport[Row, Pool, Gap]:
-    """Every controller's rollouts pooled per start, and the policy's margin over each other
-    one; the human's rollouts from the start's reference place (`reference_start`: from rest,
-    or drifted) are its reference. The report's own summaries and margins are the first
-    start's (`choices.STARTS` order: the hand-over)."""
-    driven = {row.start for row in rows if row.controller != "human"} or {HAND_OVER}
+    """Every controller's rollouts pooled per start `driven`, and the policy's margin over
+    each other one; the human's rollouts from the start's reference place (`reference_start`:
+    from rest, or drifted) are its reference. The report's own summaries and margins are the
+    first start's in `choices.STARTS` order (the hand-over when it was driven)."""
     starts = {
         start: start_figures(
             [
