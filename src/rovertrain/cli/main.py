@@ -26,8 +26,7 @@ from rovertrain.sim.choices import (
     DEFAULT_STARTS,
     DRIVERS,
     STARTS,
-    driver_help,
-    start_help,
+    choices_help,
 )
 from rovertrain.sim.world_protocol import SynthRequest
 
@@ -222,7 +221,7 @@ def validate_job(stream: EventStream, job_path: str, offline: bool) -> int:
     default=CONTINUOUS,
     show_default=True,
     type=click.Choice(tuple(DRIVERS)),
-    help=f"Who records the sessions: {driver_help()}",
+    help=f"Who records the sessions: {choices_help(DRIVERS)}",
 )
 @events_body
 def synth(
@@ -562,7 +561,7 @@ def replay(
     multiple=True,
     type=click.Choice(tuple(STARTS)),
     help="How the controllers get the rover (repeatable; default: "
-    f"{' and '.join(DEFAULT_STARTS)}): {start_help()}",
+    f"{' and '.join(DEFAULT_STARTS)}): {choices_help(STARTS)}",
 )
 @click.option(
     "--supervised",

@@ -5,6 +5,7 @@ help lists them from it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 CONTINUOUS, KEYBOARD = "continuous", "keyboard"
@@ -72,9 +73,6 @@ def drift_of(start: str, seed: int) -> Drift | None:
     return Drift(1.0 if seed % 2 == 0 else -1.0)
 
 
-def driver_help() -> str:
-    return "; ".join(f"{name}: {words}" for name, words in DRIVERS.items()) + "."
-
-
-def start_help() -> str:
-    return "; ".join(f"{name}: {words}" for name, words in STARTS.items()) + "."
+def choices_help(choices: Mapping[str, str]) -> str:
+    """A `--driver` or `--start` help text: every choice in its own words."""
+    return "; ".join(f"{name}: {words}" for name, words in choices.items()) + "."
