@@ -278,8 +278,8 @@ def test_re_send_intervals_that_are_not_milliseconds_are_refused(after: Any) -> 
     ("probability", "above", "expected"),
     [
         ({"stop": 0.0, "drive": 0.4, "horn": 0.9}, 0.0, "drive"),  # a signal never starts
-        ({"stop": 0.3, "drive": 0.1, "horn": 0.0}, 0.0, None),  # a likelier stop: it waits
-        ({"stop": 0.2, "drive": 0.2}, 0.0, None),  # above the stop's, not at it
+        ({"stop": 0.3, "drive": 0.1, "horn": 0.0}, 0.0, "drive"),  # a likelier stop: it starts
+        ({"stop": 0.9, "drive": 0.0}, 0.0, None),  # above, not at
         ({"stop": 0.1, "drive": 0.2, "crawl": 0.2}, 0.0, "drive"),  # a tie: the schema's first
         ({"stop": 0.1, "drive": 0.2, "crawl": 0.3}, 0.0, "crawl"),
         ({"stop": 0.0, "drive": 0.4}, 0.4, None),  # above, not at
@@ -309,15 +309,16 @@ def test_a_parked_rover_is_started_until_a_command_was_sent() -> None:
     assert rover.tick(FRAME, 0).send["drive"]  # a new drive starts again
 
 
-def test_a_parked_rover_with_a_likelier_stop_waits_for_the_drive() -> None:
+def test_a_parked_rover_starts_under_a_likelier_stop_and_waits_where_the_stop_fires() -> None:
     rover, session = policy(0.15, start=0.0)
-    session.p["stop"], session.p["drive"] = 0.3, 0.05  # something ahead
-    assert rover.tick(FRAME, 0).send == QUIET  # no stop: the rover stands already
-    session.p["drive"] = 0.35  # the way clears: the rule is still on
-    assert rover.tick(FRAME, 100).send == {"stop": False, "drive": True, "horn": False}
+    session.p["stop"], session.p["drive"] = 0.3, 0.05  # nose to a kerb: a stop likelier
+    started = rover.tick(FRAME, 0)
+    assert started.fire == QUIET and started.start == "drive"
+    assert started.send == {"stop": False, "drive": True, "horn": False}
     rover.reset()
     session.p["stop"], session.p["drive"] = 0.7, 0.05  # the stop's own event fires as trained
-    assert rover.tick(FRAME, 0).send == {"stop": True, "drive": False, "horn": False}
+    waits = rover.tick(FRAME, 0)
+    assert waits.start == "drive" and waits.send == {"stop": True, "drive": False, "horn": False}
     rover.observe_command(0, "stop", by="policy")
     session.p["stop"], session.p["drive"] = 0.0, 0.35
     assert rover.tick(FRAME, 100).send == QUIET  # after a stop: only the event head restarts

@@ -50,8 +50,8 @@ class DecisionRules:
         before=1.0,
         doc="closed loop, a rover no stop or movement command was sent to since the runtime "
         "was loaded or reset (parked, the policy just engaged): its likeliest movement-role "
-        "type is sent, fired or not, when its probability is above this and above the stop's "
-        "(0: at the first such tick; 1: only when the event head fires)",
+        "type is sent, fired or not, when its probability is above this and no stop fires "
+        "(0: at the first tick; 1: only when the event head fires)",
     )
     keepPressedAbove: float = knob(
         0.5,

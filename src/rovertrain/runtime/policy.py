@@ -202,8 +202,8 @@ def start_type(
 ) -> str | None:
     """On a rover nothing was sent to yet, the command that starts it: the likeliest
     movement-role type (the first in the schema on a tie), when its probability is above
-    `above` (`startThreshold`) and above every stop-role type's; else None (the rover stays
-    parked, and the rule stays on until a command is sent).
+    `above` (`startThreshold`); else None (the rover stays parked, and the rule stays on
+    until a command is sent).
 
     Why: the event head says how likely a person sends in this 100 ms window, and in the
     recordings a person's first command comes whenever they are ready, not at a moment the
@@ -211,15 +211,18 @@ def start_type(
     which command the person sends first, not when. A warehouse policy that drove 98.9% in
     lane handed over sat parked from rest on four of five world seeds, its drive probability
     at 0.37-0.41 for 20 s under the 0.5 threshold, its stop probability 0.00: 0.19 of the
-    person's distance (docs/learning.md, "Which command a rover sends"). A stop is never
-    sent by this rule: it changes nothing on a rover that stands (as in `sent_types`), and
-    the stop's own event still fires as trained."""
-    stop = max((p for kind, p in probability.items() if roles.get(kind) == "stop"), default=0.0)
+    person's distance (docs/learning.md, "Which command a rover sends"). The stop's
+    probability does not hold the start back: a stop changes nothing on a rover that stands
+    (as in `sent_types`), and where a person would stop the stop's own event fires and goes
+    out instead of the start (`Decision.send`). Waiting while the stop was likelier than the
+    movement kept a road keyboard policy parked nose to the kerb for good (stop 0.37, drive
+    0.02, its values a full turn away): its stop's chances added up, the stop fired, and
+    re-sent, it held the rover as a person holds the stop key before a cone."""
     likeliest: tuple[float, str] | None = None
     for kind, p in probability.items():
         if roles.get(kind) == "movement" and (likeliest is None or p > likeliest[0]):
             likeliest = (p, kind)
-    if likeliest is None or likeliest[0] <= max(above, stop):
+    if likeliest is None or likeliest[0] <= above:
         return None
     return likeliest[1]
 
