@@ -20,6 +20,8 @@ from sim_checkpoints import driving_checkpoint
 
 from rovertrain.contracts.command_schema import HUMAN, POLICY, initial_schema
 from rovertrain.data.field import FieldFigures, pooled
+from rovertrain.sim.choices import DRIFT_OFFSET, DRIFTED
+from rovertrain.sim.drivers import SentCommand
 from rovertrain.sim.field_drive import supervised_rollout
 from rovertrain.sim.rollout import RolloutRequest, rollout
 from rovertrain.sim.supervised import (
@@ -30,9 +32,11 @@ from rovertrain.sim.supervised import (
     Envelope,
     ProgressWindow,
     Seen,
+    SupervisedDriver,
     breach,
     may_hand_back,
 )
+from rovertrain.sim.worlds import FIELD, rollout_scenario
 
 ENVELOPE = Envelope()
 
@@ -202,6 +206,32 @@ def test_the_person_takes_over_a_veering_policy_and_hands_it_back() -> None:
     assert figures.reasons == {OFFSET: len(take_overs), OBSTACLE: 0, STALL: 0, CRAWL: 0}
 
 
+def test_the_person_s_commands_of_one_step_are_observed_in_time_order() -> None:
+    """A warning and a drive sent at the same step carry their own jitter; the runtime
+    refuses a command time that goes backwards."""
+    policy = VeeringPolicy()
+    opening = SentCommand(0.0, "drive", {"speed": 0.5, "turn": 0.0})
+    driver = SupervisedDriver(policy, rollout_scenario("warehouse", 1, FIELD).human, opening)
+    same_step = [SentCommand(16363.2, "horn"), SentCommand(16361.1, "drive", {"speed": 0.5})]
+    sent = driver.observed(same_step)
+    assert [command.t for command in sent] == [16361.1, 16363.2]
+    assert [t for t, _, _ in policy.observed] == [16361.1, 16363.2]
+
+
+@pytest.mark.parametrize("seed", [2, 3])  # one side of the lane, then the other
+def test_from_a_drifted_place_the_person_takes_over_at_once_and_drives_back(seed: int) -> None:
+    policy = VeeringPolicy()
+    metrics, trace, log = supervised_rollout("road", seed, policy, 20.0, ENVELOPE, start=DRIFTED)
+    assert metrics.start == DRIFTED
+    assert abs(trace.x[0]) == pytest.approx(DRIFT_OFFSET, abs=0.05)
+    first = log.take_overs[0]
+    assert first.reason == OFFSET and first.t_ms < 200.0  # outside the lane from the start
+    # The person's commands bring it back, as a recording the next job learns from.
+    assert metrics.back_in_lane_s is not None and metrics.back_in_lane_s < 5.0
+    person = [c for c in trace.commands if c.by == HUMAN and c.t < 1000.0]
+    assert person and all(c.values is not None for c in person if c.type == "drive")
+
+
 @dataclass
 class StutterDecision:
     go: bool
@@ -341,6 +371,21 @@ def test_a_keyboard_person_supervises_with_the_pages_keys(
 def test_record_needs_supervised(cli, straight: Path, tmp_path: Path) -> None:
     result = cli("drive", str(straight), "--record", str(tmp_path / "r"))
     assert result.code == 2 and "--supervised" in result.stderr
+
+
+def test_a_supervised_drive_from_a_drifted_place(cli, straight: Path, tmp_path: Path) -> None:
+    result = cli(
+        "drive", str(straight), "--supervised", "--start", "drifted", "--seconds", "10",
+        "--seed", "1", "--record", str(tmp_path / "field"),
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    (rollout_event,) = result.of("rollout")
+    assert rollout_event["start"] == "drifted"
+    assert rollout_event["backInLaneSeconds"] is not None
+    assert set(result.last()["starts"]) == {"drifted"}
+    for starts in (("--start", "rest"), ("--start", "handOver", "--start", "drifted")):
+        refused = cli("drive", str(straight), "--supervised", *starts)
+        assert refused.code == 2 and "one --start of handOver, drifted" in refused.stderr
 
 
 FAST = {"passesPerJob": 10, "maxStepsPerJob": 20, "minimumSamples": 50, "maxSamples": 2000,

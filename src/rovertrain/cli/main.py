@@ -26,6 +26,7 @@ from rovertrain.sim.choices import (
     DEFAULT_STARTS,
     DRIVERS,
     STARTS,
+    SUPERVISED_STARTS,
     choices_help,
 )
 from rovertrain.sim.world_protocol import SynthRequest
@@ -561,7 +562,9 @@ def replay(
     multiple=True,
     type=click.Choice(tuple(STARTS)),
     help="How the controllers get the rover (repeatable; default: "
-    f"{' and '.join(DEFAULT_STARTS)}): {choices_help(STARTS)}",
+    f"{' and '.join(DEFAULT_STARTS)}; with --supervised one of "
+    f"{' or '.join(SUPERVISED_STARTS)}, default {SUPERVISED_STARTS[0]}): "
+    f"{choices_help(STARTS)}",
 )
 @click.option(
     "--supervised",
@@ -590,8 +593,11 @@ def drive(
 ) -> None:
     """Let the policy drive a simulated world, closed loop, next to its baselines
     (CHECKPOINT: an exported folder or a checkpoint folder)."""
-    if start_list and supervised:
-        raise click.UsageError("--supervised drives its field worlds from rest: drop --start")
+    if supervised and (len(start_list) > 1 or not set(start_list) <= set(SUPERVISED_STARTS)):
+        raise click.UsageError(
+            f"--supervised takes one --start of {', '.join(SUPERVISED_STARTS)} "
+            f"(default {SUPERVISED_STARTS[0]})"
+        )
     if seed_list and seed_count is not None:
         raise click.UsageError("give --seed or --seeds, not both")
     if record is not None and not supervised:
@@ -601,7 +607,9 @@ def drive(
     seeds = list(range(seed_count)) if seed_count is not None else list(seed_list or (0,))
     seeds = list(dict.fromkeys(seeds))  # a seed given twice is driven once
     # In report order (`STARTS`), each once.
-    starts = tuple(name for name in STARTS if name in start_list) or DEFAULT_STARTS
+    starts = tuple(name for name in STARTS if name in start_list) or (
+        SUPERVISED_STARTS[:1] if supervised else DEFAULT_STARTS
+    )
     _drive(checkpoint, world, seconds, seeds, out, baselines, driver, starts, supervised, record)
 
 
@@ -626,7 +634,7 @@ def _drive(
     if supervised:
         from rovertrain.deploy.supervised_drive import drive_supervised
 
-        return drive_supervised(checkpoint, world, length, seeds, record, stream, driver)
+        return drive_supervised(checkpoint, world, length, seeds, record, stream, driver, starts[0])
     return drive_policy(checkpoint, world, length, seeds, out, baselines, driver, starts, stream)
 
 

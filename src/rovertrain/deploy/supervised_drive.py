@@ -14,7 +14,7 @@ from pathlib import Path
 from rovertrain.contracts.errors import ErrorCode, RovertrainError
 from rovertrain.contracts.exitcodes import ExitCode
 from rovertrain.protocol.events import EventStream
-from rovertrain.sim.choices import CONTINUOUS
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER
 from rovertrain.sim.registry import lookup, supervised_names
 from rovertrain.sim.rollout import AnyRollout, RolloutTrace
 from rovertrain.sim.supervised import Envelope, SupervisionLog
@@ -57,6 +57,7 @@ def drive_supervised(
     record: str | None,
     stream: EventStream,
     driver: str = CONTINUOUS,
+    start: str = HAND_OVER,
 ) -> int:
     from rovertrain.deploy.drive import rollout_line
     from rovertrain.deploy.replay import load_policy
@@ -82,7 +83,7 @@ def drive_supervised(
         console_line(f"{rollout_line(metrics)}, {take_over_words(log)}")
 
     request = SupervisedRequest(
-        loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout, driver
+        loaded.policy, seeds, seconds, envelope, sessions.get, on_rollout, driver, start
     )
     report = supervision.drive(request)
 

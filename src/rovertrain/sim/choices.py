@@ -39,6 +39,13 @@ STARTS: dict[str, str] = {
 DEFAULT_STARTS = (HAND_OVER, REST)
 """The starts `drive` reports unless told (`--start`): every rollout of a drifted start is
 one more per seed, and it asks another question (does the rover turn back?)."""
+SUPERVISED_STARTS = (HAND_OVER, DRIFTED)
+"""Where `drive --supervised` parks the rover before the person's opening command engages
+the policy (one per drive; the first is the default). From the drifted place the person
+takes over at once and drives back, so the recording shows what no drive from the centre
+line does: a person turning a parked rover away from the kerb or rack. Why: the field loop
+is how a policy learns a state its recordings never reach (docs/learning.md, "The field loop
+from a drifted place")."""
 
 
 @dataclass(frozen=True)

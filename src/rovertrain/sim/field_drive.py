@@ -23,7 +23,7 @@ from rovertrain.contracts.observation import TICK_MS
 from rovertrain.data.field import FieldFigures, pooled
 from rovertrain.data.recording import Command, CommandLine
 from rovertrain.data.windows import driving_field_figures
-from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
+from rovertrain.sim.choices import CONTINUOUS, HAND_OVER, KEYBOARD, drift_of
 from rovertrain.sim.render import HEIGHT, WIDTH
 from rovertrain.sim.rollout import (
     FRAME_MS,
@@ -102,14 +102,19 @@ def supervised_rollout(
     envelope: Envelope,
     on_frame: FrameSink | None = None,
     person: str = CONTINUOUS,
+    start: str = HAND_OVER,
 ) -> SupervisedRollout:
     """The policy drives field seed `seed` of `world` under supervision for `seconds`; the
-    supervising person drives with `person` (`sim.choices.DRIVERS`)."""
+    supervising person drives with `person` (`sim.choices.DRIVERS`) and engages the policy
+    with an opening command where `start` parks the rover (`handOver`: on the centre line;
+    `drifted`: past the lane's edge, `choices.drift_of`, where the person takes over at once)."""
+    drift = drift_of(start, seed)
     scenario = rollout_scenario(world, seed, FIELD, person)
-    opening = human_opening(world, seed, FIELD, person)
+    scenario.world.park(drift)
+    opening = human_opening(world, seed, FIELD, person, drift)
     driver = SupervisedDriver(policy, scenario.human, opening, envelope)
     trace = run_controller(scenario.world, driver, seconds, on_frame=on_frame)
-    metrics = rollout_metrics(trace, seed)
+    metrics = rollout_metrics(trace, seed, start)
     return (
         with_own(metrics, TakeOvers(rollout_field(trace, driver.log, world))),
         trace,
@@ -136,6 +141,7 @@ def record_supervised(
     seconds: float,
     envelope: Envelope,
     person: str = CONTINUOUS,
+    start: str = HAND_OVER,
 ) -> SupervisedRollout:
     """`supervised_rollout`, written as the recording `session` (under a temporary name,
     renamed into place complete: a job never lists half a recording)."""
@@ -148,7 +154,9 @@ def record_supervised(
     try:
         with VideoRecorder(staging / H264.file, H264, WIDTH, HEIGHT, RECORDED_FPS) as video:
             sink: FrameSink = lambda frame, _offset, _sent: video.add(frame)  # noqa: E731
-            rollout = supervised_rollout(world, seed, policy, seconds, envelope, sink, person)
+            rollout = supervised_rollout(
+                world, seed, policy, seconds, envelope, sink, person, start
+            )
         metrics, trace, log = rollout
         commands: list[CommandLine] = [command.record() for command in trace.commands]
         profile = FIELD_PROFILES[person]
@@ -173,17 +181,21 @@ def field_report(
     """Every seed driven under supervision (recorded where `request.record(seed)` names a
     session), pooled as the one controller `supervised`."""
     policy, seconds, envelope = request.policy, request.seconds, request.envelope
-    person = request.driver
+    person, start = request.driver, request.start
     rows = []
     for seed in request.seeds:
         session = request.record(seed)
         if session is None:
-            result = supervised_rollout(world, seed, policy, seconds, envelope, None, person)
+            result = supervised_rollout(world, seed, policy, seconds, envelope, None, person, start)
         else:
-            result = record_supervised(session, world, seed, policy, seconds, envelope, person)
+            result = record_supervised(
+                session, world, seed, policy, seconds, envelope, person, start
+            )
         rows.append(result[0])
         request.on_rollout(*result)
-    return report_of(world, request.seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS)
+    return report_of(
+        world, request.seeds, seconds, (SUPERVISED,), rows, TAKE_OVERS, driven=(start,)
+    )
 
 
 __all__ = [

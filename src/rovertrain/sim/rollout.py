@@ -534,10 +534,7 @@ def rollout(
     """One controller on its world seed (the human model is the scenario's own driver, and the
     person who hands the rover over), where its start parks the rover (`choices.drift_of`)."""
     scenario = rollout_scenario(request.world, request.seed, driver=request.driver)
-    drift = drift_of(request.start, request.seed)
-    if drift is not None:
-        pose = scenario.world.pose
-        pose.x, pose.heading = drift.offset, drift.heading
+    scenario.world.park(drift_of(request.start, request.seed))
     human = request.controller == "human"
     controller: Controller[World] = (
         scenario.human

@@ -256,9 +256,14 @@ class SupervisedDriver:
         return self.observed(self.human.act(t, camera, world))
 
     def observed(self, commands: list[SentCommand]) -> list[SentCommand]:
-        for command in commands:
+        """The person's commands of one step, in time order: each carries its own few
+        milliseconds of jitter, so a warning and a drive sent at the same step can come out
+        of the driver in either order, and the runtime refuses a command time that goes
+        backwards (a warehouse round stopped on one)."""
+        ordered = sorted(commands, key=lambda command: command.t)
+        for command in ordered:
             self.observe(command)
-        return commands
+        return ordered
 
     def observe(self, command: SentCommand) -> None:
         self.policy.observe_command(command.t, command.type, command.values, by=command.by)

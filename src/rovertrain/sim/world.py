@@ -24,6 +24,8 @@ from typing import Protocol
 
 import numpy as np
 
+from rovertrain.sim.choices import Drift
+
 STEP_MS = 10
 LANE_HALF_WIDTH = 1.0
 MAX_OFFSET = 1.6
@@ -190,6 +192,12 @@ class World:
 
     def obstacle_distance(self) -> float | None:
         return None if self.obstacle is None else self.obstacle.at - self.pose.s
+
+    def park(self, drift: Drift | None) -> None:
+        """The rover placed where a start parks it (`choices.drift_of`; None: where the world
+        starts it, on the centre line)."""
+        if drift is not None:
+            self.pose.x, self.pose.heading = drift.offset, drift.heading
 
     def begin_tick(self) -> None:
         """Scheduled events at the current time: a cleared obstacle goes, a new one appears."""

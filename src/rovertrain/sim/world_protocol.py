@@ -100,6 +100,9 @@ class SupervisedRequest:
     driver: str = CONTINUOUS
     """How the supervising person drives (`sim.choices.DRIVERS`): a gamepad, or a keyboard
     page when the recordings came from one."""
+    start: str = HAND_OVER
+    """Where the person engages the policy (`sim.choices.SUPERVISED_STARTS`): on the centre
+    line, or parked past the lane's edge (the person takes over at once and drives back)."""
 
 
 class Supervision(Protocol):

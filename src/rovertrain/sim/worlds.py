@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rovertrain.sim.choices import CONTINUOUS, KEYBOARD
+from rovertrain.sim.choices import CONTINUOUS, KEYBOARD, Drift
 from rovertrain.sim.drivers import (
     KEEPALIVE_MS,
     KEYBOARD_PAGE,
@@ -229,14 +229,20 @@ class Scenario:
 
 
 def human_opening(
-    name: str, seed: int, namespace: str = ROLLOUT, driver: str = CONTINUOUS
+    name: str,
+    seed: int,
+    namespace: str = ROLLOUT,
+    driver: str = CONTINUOUS,
+    drift: Drift | None = None,
 ) -> SentCommand:
     """The operator's opening command on rollout seed `seed`: the first `drive` the scenario's
-    human sends at the start (the turn the scene asks for), at t=0. A fixed straight opening
-    put the rover off the road before the policy's first decision where a seed starts in a
-    sharp bend, a state no recording starts in."""
+    human sends at the start (the turn the scene asks for), at t=0, with the rover where
+    `drift` parks it (None: on the centre line). A fixed straight opening put the rover off
+    the road before the policy's first decision where a seed starts in a sharp bend, a state
+    no recording starts in."""
     scenario = rollout_scenario(name, seed, namespace, driver)
     world = scenario.world
+    world.park(drift)
     world.begin_tick()
     for command in scenario.human.act(world.t_ms, world.render, world):
         if world.roles.get(command.type) == "movement" and command.values is not None:
