@@ -104,7 +104,7 @@ def test_drive_refuses_bad_arguments(cli, checkpoint: Path, tmp_path: Path) -> N
     assert cli("drive", str(checkpoint), "--seed", "1", "--seeds", "2").code == 2
     assert cli("drive", str(checkpoint), "--world", "moon").code == 2
     assert cli("drive", str(checkpoint), "--start", "sideways").code == 2
-    assert cli("drive", str(checkpoint), "--supervised", "--start", "drifted").code == 2
+    assert cli("drive", str(checkpoint), "--supervised", "--start", "rest").code == 2
     missing = cli("drive", str(tmp_path / "nothing"), "--seconds", "1")
     assert missing.code != 0 and missing.last()["kind"] == "error"
 
