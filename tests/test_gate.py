@@ -45,8 +45,14 @@ FIELDS = {
 
 
 def passing(
-    precision: float = 0.7, recall: float = 0.7, f1: float = 0.7, **change: float
+    precision: float = 0.7,
+    recall: float = 0.7,
+    f1: float = 0.7,
+    timely: float | None = None,
+    **change: float,
 ) -> EventMetrics:
+    """`timely`: the precision with a fire one tick early counted on time (default: the
+    exact windows' precision, none early)."""
     fields = {**FIELDS, **change}
     return EventMetrics(
         windows=int(fields["windows"]),
@@ -60,6 +66,7 @@ def passing(
         movement_recall=fields["movement_recall"],
         per_slot=(),
         baselines=(BaselineScore("always", Score(0.3, 0.3, 0.3)),),
+        timely_precision=precision if timely is None else timely,
     )
 
 
@@ -97,6 +104,14 @@ def test_each_gate_condition(change: dict, args: tuple, reason: str) -> None:
     assert len(reasons) == 1 and reason in reasons[0]
 
 
+def test_the_precision_bar_judges_fires_one_tick_early_as_on_time() -> None:
+    # Exact windows count an early fire as a false alarm (and the person's window a hit).
+    early = passing(precision=0.47, timely=0.68)
+    assert gate_reasons(early, GATE, 500, support(), SEEING) == []
+    (reason,) = gate_reasons(passing(precision=0.47, timely=0.49), GATE, 500, support(), SEEING)
+    assert "Command precision below 0.5" in reason
+
+
 def test_the_absolute_value_bar_judges_regressed_values_not_levels() -> None:
     # A keyboard's turn sent at -1, 0 or 1: one wrong level in five is an MSE of 0.2.
     levels_only = replace(passing(numeric_mse=0.2), levelled=True)
@@ -120,7 +135,7 @@ def test_levelled_metrics_leave_the_levelled_columns_out_of_the_regressed_error(
     available[:, 0, :2] = True
     levelled = np.zeros((SLOTS, VALUES), dtype=bool)
     levelled[0, 0] = True
-    args = (fires, values, fires, targets, available, schema, np.full(SLOTS, 0.5))
+    args = (fires, values, fires, targets, available, schema, np.full(SLOTS, 0.5), fires)
     measured = event_metrics(*args, levelled=levelled)  # type: ignore[arg-type]
     assert measured.numeric_mse == pytest.approx((1.0 + 0.01) / 2)
     assert measured.gated_numeric_mse() == pytest.approx(0.01)

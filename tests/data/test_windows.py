@@ -31,6 +31,11 @@ def test_targets_state_and_categories() -> None:
     drive = 1
     assert labels.fires[:, drive].tolist() == [1, 1, 0, 1, 0]
     assert labels.fires[:, 0].tolist() == [0, 0, 0, 1, 0]
+    # The window after each (the gate's early fires), even past the last tick.
+    assert labels.fires_next[:, drive].tolist() == [1, 0, 1, 0, 0]
+    assert labels.fires_next[:, 0].tolist() == [0, 0, 1, 0, 0]
+    late = label_windows(ticks[:3], commands, SCHEMA)  # the stop at 300 follows tick 200
+    assert late.fires_next[:, 0].tolist() == [0, 0, 1] and late.fires[:, 0].sum() == 0
     # The last command in the window wins; availability follows its values.
     assert np.allclose(labels.values[1, drive, :2], [0.7, 0.1])
     assert labels.available[1, drive, :2].tolist() == [1, 1]

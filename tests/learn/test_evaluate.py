@@ -61,6 +61,7 @@ def test_held_out_curve_reports_the_gate_figures_and_the_loss() -> None:
     document = curve.to_json()
     assert set(document) == {
         "precision",
+        "timelyPrecision",
         "recall",
         "f1",
         "stopRecall",

@@ -16,6 +16,7 @@ from rovertrain.learn.metrics import (
     motion_type_changes,
     natural_frequencies,
     scored_slots,
+    timely_precision,
     value_agreement,
 )
 from rovertrain.runtime.state import encode_states, last_values_of, recency_of
@@ -31,6 +32,35 @@ def test_baseline_f1() -> None:
     assert rows["frequency"].recall == pytest.approx(0.2)
 
 
+def following(actual: np.ndarray) -> np.ndarray:
+    """The person's commands in the window after each, for consecutive windows."""
+    after = np.zeros_like(actual)
+    after[:-1] = actual[1:]
+    return after
+
+
+def test_a_fire_one_tick_before_the_persons_command_counts_on_time_late_does_not() -> None:
+    """Scored with the person's history, a policy that sees a stop coming fires a window
+    early and again in the person's window; on a rover the early one is the only one sent."""
+    schema = [*initial_schema(), {"type": "horn", "values": [], "role": "other"}]
+    actual = np.zeros((8, SLOTS), dtype=bool)
+    actual[2, 0] = actual[6, 1] = actual[4, 2] = True
+    predicted = np.zeros_like(actual)
+    predicted[1, 0] = predicted[2, 0] = True  # the stop early, then on time
+    predicted[6, 1] = predicted[7, 1] = True  # the drive on time, then late
+    predicted[3, 2] = True  # the horn early: a signal is not in the overall figures
+    predicted[3, 1] = True  # a drive one window before the person's horn: another type
+    values = np.zeros((8, SLOTS, VALUES), dtype=np.float32)
+    available = np.zeros((8, SLOTS, VALUES), dtype=bool)
+    m = event_metrics(
+        predicted, values, actual, values, available, schema, np.zeros(SLOTS), following(actual)
+    )
+    assert m.precision == pytest.approx(2 / 5)
+    assert m.timely_precision == pytest.approx(3 / 5)
+    assert m.to_json()["timelyPrecision"] == m.timely_precision
+    assert timely_precision(predicted[:0], actual[:0], actual[:0]) == 0.0  # nothing fired
+
+
 def test_event_metrics_counts() -> None:
     schema = initial_schema()
     actual = np.zeros((4, 8), dtype=bool)
@@ -42,8 +72,11 @@ def test_event_metrics_counts() -> None:
     targets[1, 1, 0] = 0.5
     available = np.zeros((4, 8, 4), dtype=bool)
     available[1, 1, 0] = True
-    m = event_metrics(predicted, values, actual, targets, available, schema, np.zeros(8))
+    m = event_metrics(
+        predicted, values, actual, targets, available, schema, np.zeros(8), following(actual)
+    )
     assert m.precision == pytest.approx(2 / 3) and m.recall == pytest.approx(2 / 3)
+    assert m.timely_precision == pytest.approx(2 / 3)  # the stray drive has nothing after it
     assert m.stop_recall == 1.0 and m.movement_recall == 0.5
     assert m.numeric_mse == pytest.approx(0.25)
     document = m.to_json()
@@ -68,7 +101,9 @@ def test_a_signal_is_scored_per_type_only() -> None:
     available = np.zeros((6, SLOTS, VALUES), dtype=bool)
     frequencies = np.zeros(SLOTS)
     frequencies[:3] = [0.1, 0.4, 0.2]
-    m = event_metrics(predicted, values, actual, values, available, schema, frequencies)
+    m = event_metrics(
+        predicted, values, actual, values, available, schema, frequencies, following(actual)
+    )
     assert (m.positive_actions, m.predicted_actions) == (2, 3)
     assert m.precision == pytest.approx(2 / 3) and m.recall == 1.0
     horn = m.per_slot[2]
@@ -159,7 +194,15 @@ def test_hold_last_baseline_and_the_split_in_event_metrics() -> None:
     predicted_values[1, 1, 0] = 0.7  # 0.2 off on the change
     history = (last_values_of(states), recency_of(states))
     m = event_metrics(
-        predicted, predicted_values, actual, targets, available, schema, np.zeros(8), history
+        predicted,
+        predicted_values,
+        actual,
+        targets,
+        available,
+        schema,
+        np.zeros(8),
+        following(actual),
+        history,
     )
     assert m.hold_last is not None
     assert m.hold_last.numeric_mse == pytest.approx(0.4**2 / 2)
@@ -226,7 +269,9 @@ def test_the_overall_value_agreement_is_the_share_over_the_scored_events(seed: i
     available[:, 1, :2] = True  # drive carries speed and turn
     targets = rng.choice([0.0, 0.5, 1.0], size=(40, SLOTS, VALUES)).astype(np.float32)
     predicted = targets + rng.choice([0.0, 0.3], size=targets.shape).astype(np.float32)
-    metrics = event_metrics(actual, predicted, actual, targets, available, schema, np.zeros(SLOTS))
+    metrics = event_metrics(
+        actual, predicted, actual, targets, available, schema, np.zeros(SLOTS), following(actual)
+    )
     drive = actual[:, 1]
     if not drive.any():
         assert metrics.value_agreement is None

@@ -31,6 +31,7 @@ def learnable_windows(count: int, seed: int = 0) -> WindowSet:
         frames=frames,
         states=rng.random((count, SLOTS * STATE_FEATURES_PER_SLOT)).astype(np.float32),
         fires=fires,
+        fires_next=np.zeros_like(fires),  # independent windows: nothing follows
         values=values,
         available=available,
         category=np.where(bright, 1, 2).astype(np.int8),

@@ -78,9 +78,9 @@ def held_out_panel(ax: Any, evaluations: list[dict[str, Any]], gate: dict[str, A
         ("f1", "F1", None),
         ("stopRecall", "stop recall", gate.get("minStopRecall")),
         ("movementRecall", "movement recall", gate.get("minMovementRecall")),
-        ("precision", "precision", gate.get("minPrecision")),
+        ("timelyPrecision", "precision (one tick early on time)", gate.get("minPrecision")),
     ):
-        values = [e["metrics"].get(key, 0) for e in evaluations]
+        values = [e["metrics"].get(key, e["metrics"].get("precision", 0)) for e in evaluations]
         line = ax.plot(eval_steps, values, marker="o", label=label)
         if threshold is not None:
             ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)

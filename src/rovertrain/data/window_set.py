@@ -33,6 +33,7 @@ class WindowSet:
     frames: np.ndarray
     states: np.ndarray
     fires: np.ndarray
+    fires_next: np.ndarray  # uint8: the person's commands one window later (the gate's)
     values: np.ndarray
     available: np.ndarray
     category: np.ndarray
@@ -57,6 +58,7 @@ class WindowSet:
             frames=self.frames[indices],
             states=self.states[indices],
             fires=self.fires[indices],
+            fires_next=self.fires_next[indices],
             values=self.values[indices],
             available=self.available[indices],
             category=self.category[indices],
@@ -69,6 +71,7 @@ def empty_windows(capacity: int) -> WindowSet:
         frames=np.empty((capacity, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
         states=np.empty((capacity, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
         fires=np.empty((capacity, SLOTS), dtype=np.uint8),
+        fires_next=np.empty((capacity, SLOTS), dtype=np.uint8),
         values=np.empty((capacity, SLOTS, VALUES), dtype=np.float32),
         available=np.empty((capacity, SLOTS, VALUES), dtype=np.uint8),
         category=np.empty(capacity, dtype=np.int8),
@@ -90,6 +93,7 @@ def window_chunk(frames: np.ndarray, labels: Labels, indices: list[int]) -> Wind
         frames=model_pictures(frames, chosen),
         states=labels.states[chosen],
         fires=labels.fires[chosen],
+        fires_next=labels.fires_next[chosen],
         values=labels.values[chosen],
         available=labels.available[chosen],
         category=labels.category[chosen],
@@ -114,6 +118,7 @@ class WindowSetBuilder:
         target.frames[window] = chunk.frames
         target.states[window] = chunk.states
         target.fires[window] = chunk.fires
+        target.fires_next[window] = chunk.fires_next
         target.values[window] = chunk.values
         target.available[window] = chunk.available
         target.category[window] = chunk.category

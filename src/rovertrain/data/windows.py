@@ -5,6 +5,8 @@ A tick at time T (ms on the command clock) defines the window [T, T + 100):
   commands strictly before T (`runtime.state`: the same definition the rover runs);
 - targets: the slot fires if a command of its type has t in [T, T + 100); values are those of
   the last such command, with an availability mask;
+- the next window's fires ([T + 100, T + 200)): what the gate's precision forgives a fire
+  one tick early for (`learn.metrics.timely_hits`), never a target;
 - category: stop if a stop-role slot fires, else command if any slot fires, else none.
 
 Who sent a command (`Command.by`): every command is part of the state (it was sent), but only
@@ -44,6 +46,7 @@ CATEGORY_NAMES = ("none", "command", "stop")
 class Labels:
     states: np.ndarray  # float32 [N, SLOTS * STATE_FEATURES_PER_SLOT]
     fires: np.ndarray  # uint8 [N, SLOTS]
+    fires_next: np.ndarray  # uint8 [N, SLOTS]: a person's command in [T + 100, T + 200)
     values: np.ndarray  # float32 [N, SLOTS, VALUES]
     available: np.ndarray  # uint8 [N, SLOTS, VALUES]
     category: np.ndarray  # int8 [N]
@@ -145,11 +148,30 @@ def unsupported_windows(times: Sequence[float], ticks: np.ndarray) -> tuple[np.n
     return unsupported, int(in_span.sum())
 
 
+def landings(times: np.ndarray, ticks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per tick T, of sorted command `times`: whether one lands in [T, T + 100), the index
+    of the last that does, and whether one lands in the next window, [T + 100, T + 200)."""
+    first = np.searchsorted(times, ticks, side="left")
+    last = np.searchsorted(times, ticks + TICK_MS, side="left") - 1
+    after = np.searchsorted(times, ticks + 2 * TICK_MS, side="left") - 1
+    return last >= first, last, after > last
+
+
+def window_categories(fires: np.ndarray, schema: Schema) -> np.ndarray:
+    """int8 [N]: stop if a stop-role slot fires, else command if any slot fires, else none."""
+    stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
+    category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
+    if stop_slots:
+        category[fires[:, stop_slots].any(axis=1)] = CATEGORY_STOP
+    return category
+
+
 def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema) -> Labels:
     count = len(ticks)
     ticks_f = ticks.astype(np.float64)
     states = np.zeros((count, SLOTS, STATE_FEATURES_PER_SLOT), dtype=np.float32)
     fires = np.zeros((count, SLOTS), dtype=np.uint8)
+    fires_next = np.zeros((count, SLOTS), dtype=np.uint8)
     values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
     available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
     event_counts = [0] * SLOTS
@@ -169,6 +191,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         return Labels(
             states=states.reshape(0, -1),
             fires=fires,
+            fires_next=fires_next,
             values=values,
             available=available,
             category=np.zeros(0, dtype=np.int8),
@@ -198,9 +221,7 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         if not len(times):
             continue  # only a policy sent this type here: nothing to imitate
         # Targets: the last command with t in [tick, tick + 100).
-        first = np.searchsorted(times, ticks_f, side="left")
-        last = np.searchsorted(times, ticks_f + TICK_MS, side="left") - 1
-        fired = last >= first
+        fired, last, fires_next[:, slot] = landings(times, ticks_f)
         fires[:, slot] = fired
         chosen = np.where(fired, last, 0)
         values[:, slot] = np.where(fired[:, None], np.clip(table[chosen], -1.0, 1.0), 0.0)
@@ -208,16 +229,13 @@ def label_windows(ticks: np.ndarray, commands: Sequence[Command], schema: Schema
         in_span = (times >= ticks_f[0]) & (times < span_end)
         event_counts[slot] = int(in_span.sum())
     states = encode_states(elapsed, last_values, motion_slots(schema))  # [N, SLOTS * FEATURES]
-    stop_slots = [position for position, slot in enumerate(schema) if is_stop(slot)]
-    category = np.where(fires.any(axis=1), CATEGORY_COMMAND, CATEGORY_NONE).astype(np.int8)
-    if stop_slots:
-        category[fires[:, stop_slots].any(axis=1)] = CATEGORY_STOP
     return Labels(
         states=states,
         fires=fires,
+        fires_next=fires_next,
         values=values,
         available=available,
-        category=category,
+        category=window_categories(fires, schema),
         unsupported=unsupported,
         command_event_counts=event_counts,
         unsupported_command_events=unsupported_events,

@@ -61,6 +61,7 @@ class OverallFigures:
     movement_recall: float
     usable_windows: int
     value_agreement: float | None = None
+    timely_precision: float = 0.0  # `learn.metrics.timely_precision`, as the gate judges it
 
     @property
     def f1(self) -> float:
@@ -70,6 +71,7 @@ class OverallFigures:
         return {
             "windows": self.windows,
             "precision": self.score.precision,
+            "timelyPrecision": self.timely_precision,
             "recall": self.score.recall,
             "f1": self.score.f1,
             "numericMse": self.numeric_mse,
@@ -165,7 +167,14 @@ def window_figures(
     """Per type: confusion counts and the evaluator's metrics; and the overall score."""
     fires, values, available = human.fires, human.values, human.available
     metrics = event_metrics(
-        predicted, predicted_values, fires, values, available, schema, np.zeros(SLOTS)
+        predicted,
+        predicted_values,
+        fires,
+        values,
+        available,
+        schema,
+        np.zeros(SLOTS),
+        human.fires_next,
     )
     types: dict[str, TypeFigures] = {}
     for index, slot in enumerate(schema):
@@ -192,6 +201,7 @@ def window_figures(
         movement_recall=metrics.movement_recall,
         usable_windows=len(predicted),
         value_agreement=metrics.value_agreement,
+        timely_precision=metrics.timely_precision,
     )
     return WindowFigures(types, overall)
 

@@ -24,6 +24,7 @@ class HumanWindows:
     available: np.ndarray  # bool [N, SLOTS, VALUES]
     unsupported: np.ndarray  # bool [N]: an unsupported command lands in the window
     autonomous: np.ndarray  # bool [N]: a policy drove and no person's command landed
+    fires_next: np.ndarray  # bool [N, SLOTS]: what the human sent in the window after
 
 
 class HumanLabels:
@@ -46,6 +47,7 @@ class HumanLabels:
         """The windows of these grid rows (-1: nothing sent)."""
         count = len(rows)
         fires = np.zeros((count, SLOTS), dtype=bool)
+        fires_next = np.zeros((count, SLOTS), dtype=bool)
         values = np.zeros((count, SLOTS, VALUES), dtype=np.float32)
         available = np.zeros((count, SLOTS, VALUES), dtype=bool)
         unsupported = np.zeros(count, dtype=bool)
@@ -53,11 +55,12 @@ class HumanLabels:
         inside = rows >= 0
         picked = rows[inside]
         fires[inside] = self.labels.fires[picked].astype(bool)
+        fires_next[inside] = self.labels.fires_next[picked].astype(bool)
         values[inside] = self.labels.values[picked]
         available[inside] = self.labels.available[picked].astype(bool)
         unsupported[inside] = self.labels.unsupported[picked]
         autonomous[inside] = self.labels.autonomous[picked]
-        return HumanWindows(fires, values, available, unsupported, autonomous)
+        return HumanWindows(fires, values, available, unsupported, autonomous, fires_next)
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,10 @@ def gate_reasons(
             measured.movement_recall >= g.minMovementRecall,
             f"Movement command recall below {g.minMovementRecall:g}",
         ),
-        (measured.precision >= g.minPrecision, f"Command precision below {g.minPrecision:g}"),
+        (
+            measured.timely_precision >= g.minPrecision,
+            f"Command precision below {g.minPrecision:g} (a fire one tick early counted on time)",
+        ),
         (measured.recall >= g.minRecall, f"Command recall below {g.minRecall:g}"),
         (
             not stops_apply or measured.stop_recall >= g.minStopRecall,

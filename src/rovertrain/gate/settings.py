@@ -47,8 +47,9 @@ class Gate:
         0.5,
         0,
         1,
-        doc="precision of the fired events of the stop- and movement-role types, at least (a "
-        "signal such as a horn is reported per type: docs/learning.md)",
+        doc="precision of the fired events of the stop- and movement-role types, at least, a "
+        "fire in the window before the person's command of its type counted as on time "
+        "(`timelyPrecision`; a signal such as a horn is reported per type: docs/learning.md)",
     )
     minRecall: float = knob(
         0.5, 0, 1, doc="recall of the command events of the stop- and movement-role types, at least"

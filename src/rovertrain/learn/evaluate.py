@@ -105,6 +105,7 @@ def score(predictions: Predictions, windows: WindowSet, scoring: Scoring) -> Eve
         windows.available[:done].astype(bool),
         scoring.schema,
         scoring.frequencies,
+        windows.fires_next[:done].astype(bool),
         (last_values_of(windows.states[:done]), recency_of(windows.states[:done])),
         predictions.levelled,
     )
@@ -125,6 +126,7 @@ def headline(m: EventMetrics) -> dict[str, float]:
     """The figures every evaluation summary starts with."""
     return {
         "precision": m.precision,
+        "timelyPrecision": m.timely_precision,
         "recall": m.recall,
         "f1": m.f1,
         "stopRecall": m.stop_recall,
