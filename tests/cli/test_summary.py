@@ -57,6 +57,7 @@ def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
         "status": "passed imitation gate",
         "windows": 900,
         "precision": 0.7,
+        "timelyPrecision": 0.85,
         "recall": 0.8,
         "f1": 0.75,
         "stopRecall": 0.9,
@@ -84,6 +85,11 @@ def test_job_summary_reads_the_changes_and_the_camera_first() -> None:
         "(repeating the last command: 0.090)"
     )
     assert lines[3] == "camera: F1 0.75 vs 0.45 with grey frames (vision gain +0.30)"
+    assert lines[4].startswith(
+        "held-out: 900 windows, precision 0.70 (0.85 one tick early counted on time), recall"
+    )
+    del evaluation["timelyPrecision"]  # a job from before the gate judged it
+    assert "precision 0.70, recall" in job_lines([complete])[4]
 
 
 def test_the_store_in_words() -> None:

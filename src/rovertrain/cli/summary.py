@@ -30,6 +30,12 @@ def store_line(store: dict[str, Any]) -> str:
     return ", ".join(words)
 
 
+def timely_part(figures: dict[str, Any]) -> str:
+    """The gate's precision (a fire one tick early counted on time), where reported."""
+    timely = figures.get("timelyPrecision")
+    return "" if timely is None else f" ({timely:.2f} one tick early counted on time)"
+
+
 def job_lines(events: list[dict[str, Any]]) -> list[str]:
     """A job's event log in words: sessions, outcome, held-out figures, gate, checkpoint."""
     lines = []
@@ -83,8 +89,8 @@ def job_lines(events: list[dict[str, Any]]) -> list[str]:
         )
     if "f1" in evaluation:
         lines.append(
-            f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}, "
-            f"recall {evaluation['recall']:.2f}, F1 {evaluation['f1']:.2f}, "
+            f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}"
+            f"{timely_part(evaluation)}, recall {evaluation['recall']:.2f}, F1 {evaluation['f1']:.2f}, "
             f"stop recall {evaluation['stopRecall']:.2f}, movement recall "
             f"{evaluation['movementRecall']:.2f}, value MSE {evaluation['numericMse']:.3f}"
         )
@@ -112,7 +118,7 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
         f"replay of {event['sessionId']} ({event['model'].get('name')}, {event['model']['engine']}): "
         f"{event['ticks']} ticks, {overall['usableWindows']} usable, "
         f"{event['realtimeFactor']:.0f}x realtime",
-        f"  overall: precision {overall['precision']:.2f}, recall {overall['recall']:.2f}, "
+        f"  overall: precision {overall['precision']:.2f}{timely_part(overall)}, recall {overall['recall']:.2f}, "
         f"F1 {overall['f1']:.2f}",
     ]
     for name, row in event["types"].items():
