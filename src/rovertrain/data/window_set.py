@@ -43,7 +43,14 @@ class WindowSet:
         return len(self.category)
 
     def nbytes(self) -> int:
-        arrays = (self.frames, self.states, self.fires, self.values, self.available)
+        arrays = (
+            self.frames,
+            self.states,
+            self.fires,
+            self.fires_next,
+            self.values,
+            self.available,
+        )
         return sum(array.nbytes for array in arrays)
 
     def pictures(self, indices: np.ndarray | slice) -> np.ndarray:
