@@ -40,13 +40,14 @@ def make_pool(count: int) -> WindowSet:
     available = np.zeros((count, SLOTS, VALUES), dtype=np.uint8)
     available[:, 1, :2] = fires[:, 1, None]
     return WindowSet(
-        rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
-        rng.random((count, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
-        fires,
-        rng.uniform(-1, 1, (count, SLOTS, VALUES)).astype(np.float32),
-        available,
-        rng.integers(0, 3, count).astype(np.int8),
-        np.zeros(count, dtype=np.int32),
+        frames=rng.integers(0, 255, (count, OBS_HEIGHT, OBS_WIDTH, MODEL_CHANNELS), dtype=np.uint8),
+        states=rng.random((count, SLOTS * STATE_FEATURES_PER_SLOT), dtype=np.float32),
+        fires=fires,
+        fires_next=np.zeros_like(fires),  # the gate's, not training's
+        values=rng.uniform(-1, 1, (count, SLOTS, VALUES)).astype(np.float32),
+        available=available,
+        category=rng.integers(0, 3, count).astype(np.int8),
+        session=np.zeros(count, dtype=np.int32),
     )
 
 

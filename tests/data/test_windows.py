@@ -5,8 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rovertrain.contracts.command_schema import SLOTS, extended, initial_schema
-from rovertrain.contracts.observation import STATE_FEATURES_PER_SLOT
+from rovertrain.contracts.observation import OBS_HEIGHT, OBS_WIDTH, STATE_FEATURES_PER_SLOT
 from rovertrain.data.recording import Command
+from rovertrain.data.window_set import WindowSetBuilder, window_chunk
 from rovertrain.data.windows import (
     CATEGORY_COMMAND,
     CATEGORY_NONE,
@@ -36,6 +37,12 @@ def test_targets_state_and_categories() -> None:
     assert labels.fires_next[:, 0].tolist() == [0, 0, 1, 0, 0]
     late = label_windows(ticks[:3], commands, SCHEMA)  # the stop at 300 follows tick 200
     assert late.fires_next[:, 0].tolist() == [0, 0, 1] and late.fires[:, 0].sum() == 0
+    # ... and they stay with their windows through sampling, the pool and its subsets.
+    frames = np.zeros((len(ticks), OBS_HEIGHT, OBS_WIDTH, 3), dtype=np.uint8)
+    builder = WindowSetBuilder(4)
+    builder.add(window_chunk(frames, labels, [0, 2, 3]))
+    pool = builder.build().subset(np.array([1, 2]))
+    assert pool.fires_next[:, 0].tolist() == [1, 0] and pool.fires[:, 0].tolist() == [0, 1]
     # The last command in the window wins; availability follows its values.
     assert np.allclose(labels.values[1, drive, :2], [0.7, 0.1])
     assert labels.available[1, drive, :2].tolist() == [1, 1]

@@ -72,3 +72,19 @@ def test_the_figures_json_has_the_replayed_fields_and_camera_only_with_a_sighted
             "drive": {"sightedF1": 0.0, "blindF1": drive.score.f1},
         },
     }
+
+
+def test_replay_scores_a_stop_fired_one_tick_before_the_persons_on_time() -> None:
+    """Precision as the gate judges it: the stop at 0.5 s precedes the person's at 0.65 s."""
+    schema = initial_schema()
+    commands = [Command(250.0, "drive", {"speed": 0.5, "turn": 0.0}), Command(650.0, "stop")]
+    human = HumanLabels(commands, schema)
+    trace = ReplayTrace()
+    for tick in range(0, 1000, 100):
+        probability = np.full(SLOTS, 0.1)
+        probability[0] = 0.9 if tick in (500, 600) else 0.1  # the stop, early and on time
+        probability[1] = 0.9 if tick == 200 else 0.1  # the drive, on time
+        trace.add(tick, probability, np.zeros((SLOTS, VALUES), np.float32), True, human.row(tick))
+    overall = replay_figures(trace.arrays(), human, schema, threshold=0.5).to_json()["overall"]
+    assert isinstance(overall, dict)
+    assert overall["precision"] == 2 / 3 and overall["timelyPrecision"] == 1.0

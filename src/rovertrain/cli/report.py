@@ -78,9 +78,13 @@ def held_out_panel(ax: Any, evaluations: list[dict[str, Any]], gate: dict[str, A
         ("f1", "F1", None),
         ("stopRecall", "stop recall", gate.get("minStopRecall")),
         ("movementRecall", "movement recall", gate.get("minMovementRecall")),
-        ("timelyPrecision", "precision (one tick early on time)", gate.get("minPrecision")),
+        ("precision", "precision", None),
+        ("timelyPrecision", "precision, one tick early on time", gate.get("minPrecision")),
     ):
-        values = [e["metrics"].get(key, e["metrics"].get("precision", 0)) for e in evaluations]
+        values = [e["metrics"].get(key) for e in evaluations]
+        if all(value is None for value in values):
+            continue  # a job from before the figure was reported
+        values = [0 if value is None else value for value in values]
         line = ax.plot(eval_steps, values, marker="o", label=label)
         if threshold is not None:
             ax.axhline(threshold, color=line[0].get_color(), linestyle=":", linewidth=1)

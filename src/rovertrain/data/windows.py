@@ -6,7 +6,7 @@ A tick at time T (ms on the command clock) defines the window [T, T + 100):
 - targets: the slot fires if a command of its type has t in [T, T + 100); values are those of
   the last such command, with an availability mask;
 - the next window's fires ([T + 100, T + 200)): what the gate's precision forgives a fire
-  one tick early for (`learn.metrics.timely_hits`), never a target;
+  one tick early for (`learn.metrics.timely_precision`), never a target;
 - category: stop if a stop-role slot fires, else command if any slot fires, else none.
 
 Who sent a command (`Command.by`): every command is part of the state (it was sent), but only

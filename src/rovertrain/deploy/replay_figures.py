@@ -60,8 +60,8 @@ class OverallFigures:
     stop_recall: float
     movement_recall: float
     usable_windows: int
+    timely_precision: float  # `learn.metrics.timely_precision`, as the gate judges it
     value_agreement: float | None = None
-    timely_precision: float = 0.0  # `learn.metrics.timely_precision`, as the gate judges it
 
     @property
     def f1(self) -> float:

@@ -194,11 +194,11 @@ class EventMetrics:
     movement_recall: float
     per_slot: tuple[SlotMetrics, ...]
     baselines: tuple[BaselineScore, ...]
+    timely_precision: float  # `timely_precision`: what the gate's precision bar judges
     hold_last: HoldLast | None = None
     value_agreement: float | None = None  # `value_agreement` over the scored types
     levelled: bool = False  # some value column is sent as levels (`learn.levels`)
     regressed_numeric_mse: float | None = None  # over the other columns; None: none sent
-    timely_precision: float = 0.0  # `timely_precision`: what the gate's precision bar judges
 
     def gated_numeric_mse(self) -> float | None:
         """The value error the gate's absolute bar (`maxNumericMse`) judges: over the
@@ -336,7 +336,7 @@ def timely_precision(predicted: np.ndarray, actual: np.ndarray, actual_next: np.
     100 ms early. Those early fires were most of the gate's false alarms on two models that
     meet every closed-loop goal (imported tubs: 37 of 39 `stop` false alarms in a held-out
     tub's replay; warehouse continuous data seed 0) while exact precision (0.491, 0.473)
-    refused them (docs/learning.md, "The gate"). A fire one tick *late* is not forgiven: the
+    refused them (docs/learning.md, "Precision: a fire one tick early is on time"). A fire one tick *late* is not forgiven: the
     person's command is in the history by then, and the rover would send it twice."""
     fired = int(predicted.sum())
     if not fired:
