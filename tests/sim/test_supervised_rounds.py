@@ -1,10 +1,12 @@
 """Issue 27's goal, per data seed (`make test-slow`): on the corridor world from a small set
 of a careful person's drives (6 sessions of 1 minute), the default job alone misses the
-closed-loop goal; supervised rounds (`drive --supervised --record`, then the default job on
-everything) reach it within 3 rounds (in lane >= 90%, stopped before >= 80% of the obstacles,
-over world seeds 0-4), and the promoted models' take-overs per 10 minutes fall round by round
-(promotion from the field, `canaryMinutes`), the fleet's last model under one take-over per
-10 minutes of autonomy. Minutes per case (docs/learning.md, "Learning
+closed-loop goal or drives the field with a take-over every 10 minutes or more; supervised
+rounds (`drive --supervised --record`, then the default job on everything) reach the goal
+within 3 rounds (in lane >= 90%, stopped before >= 80% of the obstacles, over world seeds
+0-4), and the promoted models' take-overs per 10 minutes fall round by round (promotion from
+the field, `canaryMinutes`), the fleet's last model under one take-over per 10 minutes of
+autonomy (issue 48). The rounds go on, as a scheduler's would, until the fleet's model meets
+the goal and has itself driven a round under one take-over per 10 minutes. Minutes per case (docs/learning.md, "Learning
 from take-overs")."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 ROUNDS = 3
+FIELD_GOAL = 1.0  # issue 48: under one take-over per 10 minutes of autonomy
 FIELD_SEEDS_PER_ROUND = 4
 
 
@@ -127,8 +130,8 @@ def test_supervised_rounds_reach_the_goal_imitation_alone_misses(
         history.append(f"round {round_number}: {model.name} drove ({'trial' if model != fleet else 'fleet'}), "
                        f"{field['takeOvers']} take-overs ({per_10_minutes(field)} per 10 min); "
                        f"canary {judged}; fleet model {fleet_model(root, latest).name}: {words}")  # fmt: skip
-        if met:
-            break
+        if met and fleet_model(root, latest) == model and per_10_minutes(field) < FIELD_GOAL:
+            break  # the fleet's model meets the goal and was seen driving the field under it
     final = fleet_model(root, latest)
     last = per_10_minutes(supervised_round(cli, root, final, ROUNDS + 1, driver))
     rates = [rate_of[model] for model in deployed if model != final.name] + [last]
@@ -138,7 +141,8 @@ def test_supervised_rounds_reach_the_goal_imitation_alone_misses(
     if record:
         with open(record, "a") as stream:
             stream.write("; ".join(history) + "\n")
-    assert not alone, history
+    first = rate_of[deployed[0]]  # the imitation job's model, driving the first round
+    assert not (alone and first < FIELD_GOAL), history  # the rounds have something to fix
     assert met, history
     assert len(rates) >= 2 and all(b < a for a, b in itertools.pairwise(rates)), history
-    assert last < 1.0, history  # issue 48: under one take-over per 10 minutes of autonomy
+    assert last < FIELD_GOAL, history
