@@ -90,7 +90,8 @@ def job_lines(events: list[dict[str, Any]]) -> list[str]:
     if "f1" in evaluation:
         lines.append(
             f"held-out: {evaluation['windows']} windows, precision {evaluation['precision']:.2f}"
-            f"{timely_part(evaluation)}, recall {evaluation['recall']:.2f}, F1 {evaluation['f1']:.2f}, "
+            f"{timely_part(evaluation)}, recall {evaluation['recall']:.2f}, "
+            f"F1 {evaluation['f1']:.2f}, "
             f"stop recall {evaluation['stopRecall']:.2f}, movement recall "
             f"{evaluation['movementRecall']:.2f}, value MSE {evaluation['numericMse']:.3f}"
         )
@@ -118,8 +119,8 @@ def replay_lines(event: dict[str, Any]) -> list[str]:
         f"replay of {event['sessionId']} ({event['model'].get('name')}, {event['model']['engine']}): "
         f"{event['ticks']} ticks, {overall['usableWindows']} usable, "
         f"{event['realtimeFactor']:.0f}x realtime",
-        f"  overall: precision {overall['precision']:.2f}{timely_part(overall)}, recall {overall['recall']:.2f}, "
-        f"F1 {overall['f1']:.2f}",
+        f"  overall: precision {overall['precision']:.2f}{timely_part(overall)}, "
+        f"recall {overall['recall']:.2f}, F1 {overall['f1']:.2f}",
     ]
     for name, row in event["types"].items():
         value = row["meanAbsValueError"]

@@ -336,8 +336,9 @@ def timely_precision(predicted: np.ndarray, actual: np.ndarray, actual_next: np.
     100 ms early. Those early fires were most of the gate's false alarms on two models that
     meet every closed-loop goal (imported tubs: 37 of 39 `stop` false alarms in a held-out
     tub's replay; warehouse continuous data seed 0) while exact precision (0.491, 0.473)
-    refused them (docs/learning.md, "Precision: a fire one tick early is on time"). A fire one tick *late* is not forgiven: the
-    person's command is in the history by then, and the rover would send it twice."""
+    refused them (docs/learning.md, "Precision: a fire one tick early is on time"). A fire
+    one tick *late* is not forgiven: the person's command is in the history by then, and the
+    rover would send it twice."""
     fired = int(predicted.sum())
     if not fired:
         return 0.0
@@ -385,7 +386,6 @@ def event_metrics(
     scored = scored_slots(schema)
     predicted = every_predicted & scored
     actual = every_actual & scored
-    next_actual = actual_next[:, :slots] & scored
     mask = available & actual[:, :, None]
     errors = (values - targets) ** 2
     stop_events, stop_recall = role_recall(schema, every_predicted, every_actual, "stop")
@@ -417,7 +417,7 @@ def event_metrics(
         per_slot=per_slot,
         baselines=frequency_baselines(actual, frequencies[:slots] * scored),
         hold_last=hold_last,
-        timely_precision=timely_precision(predicted, actual, next_actual),
+        timely_precision=timely_precision(predicted, actual, actual_next[:, :slots]),
         **levelled_fields(errors, mask, levelled),
     )
 
