@@ -24,7 +24,9 @@ SHORT = {"passesPerJob": 10, "maxStepsPerJob": 60, "minimumSamples": 50, "maxSam
          "probeMaxSeconds": 0, "batchSize": 16}  # fmt: skip
 OPEN_GATE = {"minHeldOutSessions": 0, "minHeldOutWindows": 0, "minCommandEvents": 0,
              "minStopEvents": 0, "minMovementEvents": 0, "minMovementRecall": 0,
-             "minPrecision": 0, "minRecall": 0, "minStopRecall": 0, "maxNumericMse": 1e6}  # fmt: skip
+             "minPrecision": 0, "minRecall": 0, "minStopRecall": 0, "maxNumericMse": 1e6,
+             "minVisionGain": -1, "minChangeVisionGain": -1, "minValueVisionGain": -1,
+             "maxValueErrorVsHoldLast": 1e6}  # fmt: skip
 
 
 def current(cli, root: Path) -> dict:
