@@ -18,6 +18,12 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return driving_checkpoint(tmp_path_factory.mktemp("drive") / "root", 77)
 
 
+def person_commands_before_hand_over() -> int:
+    """What the person sends in the first 2 s of road world seed 0, before handing over."""
+    scenario = rollout_scenario("road", 0)
+    return len(run_controller(scenario.world, scenario.human, 2.0).commands)
+
+
 def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = cli("drive", str(checkpoint), "--seconds", "4", "--seeds", "2", "--out", str(out))
@@ -30,9 +36,7 @@ def test_drive_reports_the_policy_and_its_baselines(cli, checkpoint: Path, tmp_p
     ]  # the human drives each seed once, from rest
     policy, from_rest = rollouts[0], rollouts[8]
     # Handed over: the person's first 2 s, then one drive per 100 ms tick; from rest, the ticks.
-    scenario = rollout_scenario("road", 0)
-    person = run_controller(scenario.world, scenario.human, 2.0).commands
-    assert policy["commandCounts"] == {"drive": len(person) + 20}
+    assert policy["commandCounts"] == {"drive": person_commands_before_hand_over() + 20}
     assert from_rest["commandCounts"] == {"drive": 40} and from_rest["commandsPerSecond"] == 10.0
     assert policy["distanceMetres"] > 0
     summary = result.last()
@@ -118,9 +122,8 @@ def test_drive_an_exported_folder_on_onnxruntime(cli, checkpoint: Path, tmp_path
     assert result.code == 0, result.stderr
     assert result.last()["model"]["engine"] == "onnxruntime"
     # As the checkpoint drives on torch: the person's first 2 s, then one drive per 100 ms tick.
-    scenario = rollout_scenario("road", 0)
-    person = run_controller(scenario.world, scenario.human, 2.0).commands
-    assert result.of("rollout")[0]["commandCounts"] == {"drive": len(person) + 10}
+    expected = person_commands_before_hand_over() + 10
+    assert result.of("rollout")[0]["commandCounts"] == {"drive": expected}
 
 
 def test_the_registry_names_every_simulated_world() -> None:
